@@ -1,0 +1,66 @@
+# kbdb: the one place commands live. `make help` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+EXT_STAMP := $(VENV)/.ext-built
+RUST_SOURCES := $(shell find rust/src -name '*.rs') rust/Cargo.toml Cargo.toml Cargo.lock
+PY_DEPS := pyproject.toml
+
+.DEFAULT_GOAL := help
+.PHONY: help venv build test test-rust test-py test-slow demo bench lint fmt wheel clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): $(PY_DEPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.7,<2" "click>=8.1" "rich>=13" "tomlkit>=0.12" \
+		"pytest>=8" "hypothesis>=6" "ruff>=0.6" "mypy>=1.10"
+	touch $@
+
+venv: $(STAMP) ## create .venv with the build and test tools
+
+$(EXT_STAMP): $(STAMP) $(RUST_SOURCES)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
+		$(VENV)/bin/maturin develop --release --quiet
+	touch $@
+
+build: $(EXT_STAMP) ## build the Rust extension (release) into .venv
+
+test-rust: ## cargo test of the engine (no Python)
+	cargo test --release --manifest-path rust/Cargo.toml --quiet
+
+test-py: build ## pytest
+	$(PY) -m pytest -m "not slow"
+
+test: build test-rust test-py ## the full fast suite: build, cargo test, pytest
+
+test-slow: build ## long campaigns (soak, big corpora)
+	$(PY) -m pytest -m slow
+
+demo: build ## learn the project's docs/ into .demo/ and run a few searches
+	$(PY) scripts/demo.py
+
+bench: build ## side-by-side benchmarks against peers (installs peers into .venv)
+	$(PIP) install -q ".[bench]" --no-deps >/dev/null 2>&1 || true
+	$(PIP) install -q "bm25s>=0.2" "PyStemmer>=2.2" "tantivy>=0.22" "rank-bm25>=0.2" "numpy>=1.24"
+	$(PY) benches/run_all.py
+
+lint: build ## clippy, ruff, mypy, stubtest
+	cargo clippy --manifest-path rust/Cargo.toml --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/mypy python/kbdb
+	$(PY) -m mypy.stubtest kbdb._core --allowlist .stubtest-allowlist
+
+fmt: venv ## cargo fmt and ruff format
+	cargo fmt --all
+	$(VENV)/bin/ruff format python tests benches
+
+wheel: $(STAMP) ## build one abi3 wheel into dist/
+	$(VENV)/bin/maturin build --release --out dist --quiet
+
+clean: ## remove build output
+	rm -rf target dist $(VENV) .demo

@@ -1,0 +1,123 @@
+"""Type stubs for the Rust engine, ``kbdb._core``.
+
+This file is the contract between the Python package and the Rust crate. Only
+``kbdb.search`` and ``kbdb.store`` import ``kbdb._core``.
+
+Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError`` (code
+``INDEX_CORRUPT``) for a bad magic, version, checksum, size or truncation;
+``InvalidArgumentError`` for bad arguments; ``OSError`` for plain I/O failures.
+"""
+
+from collections.abc import Sequence
+
+__version__: str
+
+FIELD_HEADING: int  # bit 1: matched in the heading field
+FIELD_BODY: int  # bit 2: matched in the body field
+FIELD_CODE: int  # bit 4: matched in the code field
+
+class Analyzer:
+    """The one analyzer used for indexing and for queries (SPEC §4.1)."""
+
+    def __init__(self) -> None: ...
+    @property
+    def id(self) -> str:
+        """A stable id of the analyzer's configuration, stored in ``meta.toml``."""
+    def terms(self, text: str) -> list[str]:
+        """Index-time terms of ``text``, in order."""
+    def tokens(self, text: str) -> list[tuple[str, int, int, int]]:
+        """``(term, position, start, end)`` per term; start/end are Python str (char) offsets
+        of the source word in ``text``."""
+    def query_tokens(self, text: str) -> list[tuple[str, str, int, bool]]:
+        """``(term, surface, position, optional)`` per query term. ``surface`` is the word as
+        typed; ``optional`` marks the whole form of a split identifier."""
+
+class Hits:
+    """Ranked lexical hits, best first."""
+
+    @property
+    def kbids(self) -> list[str]: ...
+    @property
+    def scores(self) -> list[float]: ...
+    @property
+    def matched(self) -> list[list[int]]:
+        """Per hit, per clause: the bitmask of fields (FIELD_*) where that clause matched;
+        0 when it did not match."""
+    @property
+    def total(self) -> int:
+        """How many live sections matched (before ``limit``)."""
+    @property
+    def explain(self) -> list[list[tuple[int, str, str, float]]] | None:
+        """With ``explain=True``: per hit, ``(clause, term, field, score)`` for every
+        contribution to its score. ``field`` is ``heading``, ``body`` or ``code``."""
+
+Clause = tuple[Sequence[tuple[str, float]], bool]
+"""A query clause: alternatives ``(term, weight)`` (the term and its synonyms; a clause
+scores its best-scoring matching alternative times that weight), and ``required``."""
+
+Phrase = Sequence[tuple[str, int]]
+"""A quoted phrase: ``(term, relative_position)``; all terms must occur in one field at
+those relative positions."""
+
+class Index:
+    """The lexical index: immutable segments under one directory, listed by ``meta.toml``.
+
+    Safe to share between threads. Searches see the snapshot that was current when they
+    started. Writers must be serialized by the caller (kbdb's write lock).
+    """
+
+    @staticmethod
+    def open(path: str, *, create: bool = False) -> Index:
+        """Open the index in directory ``path``. With ``create``, an empty index is created
+        when ``meta.toml`` is missing. Missing without ``create`` raises ``FileNotFoundError``."""
+    def reload(self) -> bool:
+        """Pick up a newer manifest written by another process. True if it changed."""
+    @property
+    def generation(self) -> int: ...
+    @property
+    def watermark(self) -> int:
+        """The store change-log ``seq`` this index has applied."""
+    @property
+    def analyzer_id(self) -> str: ...
+    @property
+    def doc_count(self) -> int:
+        """Live (not tombstoned) sections."""
+    @property
+    def segment_count(self) -> int: ...
+    def size_bytes(self) -> int: ...
+    def commit(
+        self,
+        adds: Sequence[tuple[str, str, str, str]],
+        deletes: Sequence[str],
+        *,
+        watermark: int,
+    ) -> list[int]:
+        """Atomically add sections ``(kbid, heading, body, code)`` and tombstone ``deletes``
+        (kbids; unknown ones are ignored; a kbid both deleted and added ends up live), then
+        publish a new manifest with ``watermark``. Runs the merge policy. Returns the number
+        of indexed terms per add. Releases the GIL."""
+    def rebuild(
+        self, docs: Sequence[tuple[str, str, str, str]], *, watermark: int
+    ) -> list[int]:
+        """Replace the whole index with one segment built from ``docs``."""
+    def merge(self, *, force: bool = False) -> int:
+        """Run the merge policy (``force``: merge everything into one segment, dropping
+        tombstoned docs). Returns the number of segments merged."""
+    def verify(self) -> list[str]:
+        """Re-check every file's checksum; returns problems (empty when sound)."""
+    def search(
+        self,
+        clauses: Sequence[Clause],
+        *,
+        phrases: Sequence[Phrase] = (),
+        require_all: bool = True,
+        limit: int = 10,
+        allow: Sequence[str] | None = None,
+        k1: float = 1.2,
+        b: tuple[float, float, float] = (0.75, 0.75, 0.75),
+        weights: tuple[float, float, float] = (2.0, 1.0, 1.0),
+        explain: bool = False,
+    ) -> Hits:
+        """BM25F top-``limit``. ``require_all``: every required clause and every phrase
+        must match (strict); otherwise any clause matching is enough (relaxed). ``allow``
+        restricts to those kbids. Releases the GIL."""

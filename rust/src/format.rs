@@ -1,0 +1,1 @@
+//! On-disk format helpers: footers, checksums, atomic writes. (to be written)

@@ -1,0 +1,1 @@
+//! The lexical index. (to be written)

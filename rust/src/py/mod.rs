@@ -1,0 +1,8 @@
+//! The only PyO3 code: the `kbdb._core` module. (to be written)
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
