@@ -1,0 +1,297 @@
+"""``KnowledgeBase``: the one facade that the CLI, the MCP server and the Python API call.
+
+A knowledge base is a ``.kbdb/`` folder: ``kb.sqlite`` (the truth), ``worker.toml`` (the
+configuration) and ``indexes/`` (derived, rebuildable).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import get_args
+
+from kbdb.config import Config, default_config_text, load_config
+from kbdb.errors import (
+    EmbeddingProviderNotConfiguredError,
+    InvalidArgumentError,
+    KbNotFoundError,
+    NotFoundError,
+)
+from kbdb.learn import Learner, LearnProgress, ProgressFn, build_document, slug
+from kbdb.search.indexer import LexicalIndex
+from kbdb.search.lexical import Filters, search_lexical
+from kbdb.search.synonyms import Synonyms, load_groups
+from kbdb.store import DB_NAME, Database, WriteLock
+from kbdb.store import queries as q
+from kbdb.types import LearnReport, RecallResult, SearchMode, SearchResult, Section, Stats
+
+KBDB_DIR = ".kbdb"
+CONFIG_NAME = "worker.toml"
+INDEX_DIR = "indexes"
+LOCK_NAME = "write.lock"
+MAX_LIMIT = 100
+_MODE_ALIASES = {"lexical": "lexical", "vector": "vector", "hybrid": "hybrid"}
+
+__all__ = ["KnowledgeBase", "LearnProgress"]
+
+
+def _lock_timeout() -> float:
+    raw = os.environ.get("KBDB_LOCK_TIMEOUT")
+    try:
+        return float(raw) if raw else 30.0
+    except ValueError:
+        raise InvalidArgumentError(
+            f"KBDB_LOCK_TIMEOUT must be a number of seconds (got {raw!r})"
+        ) from None
+
+
+def resolve(path: str | os.PathLike[str] | None) -> Path:
+    """Find the ``.kbdb`` folder: ``path`` (the folder or its parent), else ``KBDB_DB``,
+    else the nearest ``.kbdb`` walking up from the current directory."""
+    if path is None and os.environ.get("KBDB_DB"):
+        path = os.environ["KBDB_DB"]
+    if path is not None:
+        p = Path(path).expanduser()
+        for candidate in (p, p / KBDB_DIR):
+            if (candidate / DB_NAME).is_file():
+                return candidate.resolve()
+        raise KbNotFoundError(f"no knowledge base at {p}", hint="run 'kbdb init'")
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / KBDB_DIR / DB_NAME).is_file():
+            return d / KBDB_DIR
+    raise KbNotFoundError(
+        f"no knowledge base in {here} or any parent folder", hint="run 'kbdb init'"
+    )
+
+
+class KnowledgeBase:
+    """A knowledge base on disk. Safe to use from several threads and processes."""
+
+    def __init__(self, kbdir: Path) -> None:
+        self.path = kbdir
+        self.config: Config = load_config(kbdir / CONFIG_NAME)
+        self._db = Database(kbdir / DB_NAME)
+        self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
+        self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
+        self._learner = Learner(self._db, self._lock, self._index)
+        self._synonyms: Synonyms | None = None
+        self._synonyms_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str] = ".") -> KnowledgeBase:
+        """Create ``PATH/.kbdb`` (or open it when it exists) and return it."""
+        root = Path(path).expanduser()
+        kbdir = root if root.name == KBDB_DIR else root / KBDB_DIR
+        kbdir.mkdir(parents=True, exist_ok=True)
+        config = kbdir / CONFIG_NAME
+        if not config.exists():
+            config.write_text(default_config_text(), encoding="utf-8")
+        gitignore = kbdir / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text(f"{INDEX_DIR}/\n{LOCK_NAME}\n", encoding="utf-8")
+        lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
+        with lock.hold():
+            Database(kbdir / DB_NAME, create=True).close()
+        kb = cls(kbdir.resolve())
+        kb._index.core  # noqa: B018 - creates the empty index now
+        return kb
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> KnowledgeBase:
+        """Open an existing knowledge base (see ``resolve`` for how it is found)."""
+        return cls(resolve(path))
+
+    def close(self) -> None:
+        self._index.close()
+        self._db.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- learn -------------------------------------------------------------------------
+
+    def learn_path(
+        self,
+        *paths: str | os.PathLike[str],
+        tags: Sequence[str] = (),
+        docid: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> LearnReport:
+        """Learn files and folders (recursively). Bad files are reported and skipped."""
+        if not paths:
+            raise InvalidArgumentError("learn_path needs at least one path")
+        return self._learner.learn_paths(
+            [Path(p) for p in paths], tags=_tags(tags), docid=docid,
+            max_file_bytes=self.config.learn.max_file_bytes, progress=progress,
+        )
+
+    def learn(
+        self,
+        content: str,
+        *,
+        type: str = "text/markdown",
+        title: str | None = None,
+        description: str | None = None,
+        docid: str | None = None,
+        tags: Sequence[str] = (),
+        replace: bool = False,
+        section_type: str | None = None,
+    ) -> LearnReport:
+        """Learn a block of content. Without ``docid`` the document id is derived from the
+        title (or the first words). ``replace`` supersedes sections by source key."""
+        import time
+
+        if not isinstance(content, str):
+            raise InvalidArgumentError("content must be a string")
+        if len(content.encode("utf-8", "surrogatepass")) > self.config.learn.max_file_bytes:
+            from kbdb.errors import ContentTooLargeError
+
+            raise ContentTooLargeError(
+                f"content is over learn.max_file_bytes ({self.config.learn.max_file_bytes})",
+                hint="split it, or raise learn.max_file_bytes",
+            )
+        started = time.perf_counter()
+        doc = docid or slug(title or " ".join(content.split()[:8]))
+        pending = build_document(
+            docid=doc, source=doc, text=content, type=type, title=title,
+            description=description, tags=_tags(tags), section_type=section_type,
+            source_path=None, mode="source_key" if replace else "append",
+        )
+        reports, totals = self._learner.learn_pending([pending])
+        return LearnReport(
+            sections=tuple(reports),
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), **totals,
+        )
+
+    # -- search and read ---------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int | None = None,
+        offset: int = 0,
+        tags: Sequence[str] | None = None,
+        docid: str | None = None,
+        type: str | None = None,
+        section_type: str | None = None,
+        content: bool = False,
+        explain: bool = False,
+    ) -> SearchResult:
+        """Ranked search (SPEC §4). ``mode`` is ``lexical`` (default), ``vector`` or
+        ``hybrid``."""
+        if mode not in get_args(SearchMode):
+            raise InvalidArgumentError(
+                f"mode must be one of lexical, vector, hybrid (got {mode!r})"
+            )
+        limit = self.config.search.default_limit if limit is None else limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidArgumentError(f"limit must be an integer in 1..{MAX_LIMIT} (got {limit!r})")
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
+        if not isinstance(query, str):
+            raise InvalidArgumentError("query must be a string")
+        if mode != "lexical":
+            # The vector path arrives with the hybrid issue; until a provider is configured
+            # this is the seed's exact error.
+            raise EmbeddingProviderNotConfiguredError(
+                "Vector search requires a configured embedding provider",
+                hint="set [embedding] provider in worker.toml",
+            )
+        self._index.refresh()
+        return search_lexical(
+            self._index.core, self._db, self._index.analyzer, self._get_synonyms(),
+            self.config.search, query, limit=limit, offset=offset,
+            filters=Filters(tuple(tags) if tags else None, docid, type, section_type),
+            content=content, explain=explain,
+        )
+
+    def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
+        """Full sections by kbid, or a document's sections in order. Unknown → NOT_FOUND."""
+        if not kbids and docid is None:
+            raise InvalidArgumentError("recall needs kbids or a docid")
+        with self._db.read() as conn:
+            wanted = list(kbids)
+            if docid is not None:
+                in_doc = q.document_kbids(conn, docid)
+                if in_doc is None:
+                    raise NotFoundError(f"no document {docid!r}", hint="list them with 'kbdb docs'")
+                wanted += in_doc
+            rows = q.sections(conn, wanted)
+            missing = [k for k in wanted if k not in rows]
+            if missing:
+                raise NotFoundError(f"no section {missing[0]!r}",
+                                    hint="kbids come from search results")
+            docids = q.docids_of(conn, wanted)
+            tags = q.tags_of(conn, wanted)
+        out = []
+        for k in wanted:
+            r = rows[k]
+            out.append(Section(
+                kbid=k, heading=r["heading"], level=r["level"], parent=r["parent"],
+                content=r["content"], type=r["type"], section_type=r["section_type"],
+                title=r["title"], description=r["description"], tags=tuple(tags.get(k, ())),
+                docids=tuple(docids.get(k, ())), source_key=r["source_key"],
+                created_at=r["created_at"], retired_at=r["retired_at"],
+                superseded_by=r["superseded_by"], retired=r["retired_at"] is not None,
+            ))
+        return RecallResult(sections=tuple(out))
+
+    def stats(self) -> Stats:
+        """Counts, sizes, the analyzer, the provider, and the index generation."""
+        index = self._index.core
+        index.reload()
+        with self._db.read() as conn:
+            c = q.counts(conn)
+        db_bytes = sum(
+            (self.path / n).stat().st_size
+            for n in (DB_NAME, DB_NAME + "-wal") if (self.path / n).exists()
+        )
+        return Stats(
+            documents=c["documents"], sections=c["sections"], live_sections=c["live_sections"],
+            retired_sections=c["sections"] - c["live_sections"], tags=c["tags"],
+            db_bytes=db_bytes, index_bytes=index.size_bytes(),
+            index_segments=index.segment_count, index_generation=index.generation,
+            index_watermark=index.watermark, changelog_seq=c["changelog_seq"],
+            analyzer=index.analyzer_id, embedding_provider=self.config.embedding.provider,
+            embedding_model=(self.config.embedding.model
+                             if self.config.embedding.provider != "none" else None),
+            vector_index_stale=False, path=str(self.path),
+        )
+
+    def rebuild(self) -> None:
+        """Regenerate the lexical index from the database."""
+        with self._lock.hold():
+            self._index.rebuild()
+
+    def _get_synonyms(self) -> Synonyms | None:
+        if not self.config.search.synonyms:
+            return None
+        if self._synonyms is None:
+            with self._synonyms_lock:
+                if self._synonyms is None:
+                    self._synonyms = Synonyms(load_groups(self.path), self._index.analyzer.terms)
+        return self._synonyms
+
+
+def _tags(tags: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise InvalidArgumentError("tags must be a list of strings, not one string")
+    out = []
+    for t in tags:
+        if not isinstance(t, str) or not t.strip():
+            raise InvalidArgumentError(f"tags must be non-empty strings (got {t!r})")
+        out.append(t.strip())
+    return tuple(dict.fromkeys(out))

@@ -1,0 +1,276 @@
+"""The learn pipeline: parse sources into documents, store them, bring the index along
+(SPEC §3).
+
+Files are read and split before any transaction, so one bad file is reported and skipped
+without touching the others. Documents are stored in batches: each batch is one SQLite
+transaction under the writer lock (so every document is all-or-nothing), followed by one
+index commit. The lock is released between batches so other writers and index readers
+interleave with a long learn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kbdb.errors import InvalidArgumentError, KbdbError, UnsupportedTypeError
+from kbdb.ingest import (
+    FileEntry,
+    ParsedDocument,
+    Skipped,
+    compute_kbid,
+    count_files,
+    read_text,
+    source_key,
+    split_html,
+    split_markdown,
+    split_text,
+    walk,
+)
+from kbdb.search.indexer import LexicalIndex
+from kbdb.store import Database, NewDocument, NewSection, ReplaceMode, WriteLock, apply_document
+from kbdb.types import DEFAULT_SECTION_TYPE, LearnReport, SectionReport, SkippedFile
+
+BATCH_FILES = 256
+BATCH_SECTIONS = 8_192
+
+
+@dataclass(frozen=True)
+class LearnProgress:
+    """Progress of a ``learn_path``: files done so far and the total when known."""
+
+    files_done: int
+    files_total: int | None
+    sections: int
+    path: str
+
+
+ProgressFn = Callable[[LearnProgress], None]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
+    return s[:80] or "note"
+
+
+@dataclass(frozen=True)
+class _Pending:
+    doc: NewDocument
+    mode: ReplaceMode
+    warnings: dict[str, tuple[str, ...]]
+
+
+def build_document(
+    *,
+    docid: str,
+    source: str,
+    text: str,
+    type: str,
+    title: str | None,
+    description: str | None,
+    tags: Sequence[str],
+    section_type: str | None,
+    source_path: str | None,
+    mode: ReplaceMode,
+) -> _Pending:
+    """Split ``text`` and compute kbids, source keys, parents and warnings."""
+    parsed = _split(text, type)
+    doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
+    doc_title = title or parsed.title
+    stype = section_type or DEFAULT_SECTION_TYPE
+    sections: list[NewSection] = []
+    warnings: dict[str, tuple[str, ...]] = {}
+    kbids: list[str] = []
+    seen_keys: dict[str, int] = {}
+    single = len(parsed.sections) == 1
+    for ps in parsed.sections:
+        kbid = compute_kbid(type, ps.heading, ps.content)
+        key = source_key(source, ps.heading_path)
+        n = seen_keys.get(key, 0) + 1
+        seen_keys[key] = n
+        if n > 1:
+            key = f"{key}[{n}]"
+        parent = kbids[ps.parent] if ps.parent is not None else None
+        kbids.append(kbid)
+        # A single-section learn carries the caller's title and description itself.
+        sec_title = title if (single and title) else None
+        sec_desc = description if (single and description) else None
+        w: list[str] = list(parsed.warnings) if not sections else []
+        if not ps.heading.strip() and not sec_title:
+            w.append("heading_missing")
+        if not ps.content.strip():
+            w.append("empty_content")
+        warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
+        sections.append(
+            NewSection(
+                kbid=kbid, heading=ps.heading, level=ps.level, parent=parent,
+                content=ps.content, type=type, section_type=stype, title=sec_title,
+                description=sec_desc, source_key=key, tags=doc_tags,
+            )
+        )
+    checksum = hashlib.sha256(
+        f"{type}\x00{title or ''}\x00{description or ''}\x00{text}".encode()
+    ).hexdigest()
+    doc = NewDocument(
+        docid=docid, title=doc_title, description=description or parsed.description,
+        source_path=source_path, type=type, checksum=checksum, tags=doc_tags,
+        sections=tuple(sections),
+    )
+    return _Pending(doc, mode, warnings)
+
+
+def _split(text: str, type: str) -> ParsedDocument:
+    if type == "text/markdown":
+        return split_markdown(text)
+    if type == "text/html":
+        return split_html(text)
+    if type.startswith("text/") or type == "application/json":
+        return split_text(text)
+    raise UnsupportedTypeError(
+        f"content type {type!r} is not supported here",
+        hint="use text/markdown, text/*, text/html or application/json",
+    )
+
+
+class Learner:
+    """Runs learns against one knowledge base."""
+
+    def __init__(self, db: Database, lock: WriteLock, index: LexicalIndex) -> None:
+        self._db = db
+        self._lock = lock
+        self._index = index
+
+    def learn_pending(self, pending: Sequence[_Pending]) -> tuple[list[SectionReport], dict[str, int]]:
+        """Store a batch of documents in one transaction, then commit the index."""
+        reports: list[SectionReport] = []
+        totals = {"documents_added": 0, "documents_updated": 0, "documents_unchanged": 0,
+                  "sections_added": 0, "sections_unchanged": 0, "sections_retired": 0}
+        if not pending:
+            return reports, totals
+        with self._lock.hold():
+            now = utc_now()
+            outcomes = []
+            with self._db.write() as conn:
+                for p in pending:
+                    outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
+            terms = self._index.catch_up()
+        for p, out in zip(pending, outcomes):
+            if out.unchanged:
+                totals["documents_unchanged"] += 1
+            elif out.created:
+                totals["documents_added"] += 1
+            else:
+                totals["documents_updated"] += 1
+            totals["sections_retired"] += len(out.retired)
+            for s in p.doc.sections:
+                status = out.status.get(s.kbid, "unchanged")
+                totals["sections_added" if status == "added" else "sections_unchanged"] += 1
+                count = terms.get(s.kbid)
+                if count is None:
+                    count = self._index.index_terms(s.heading, s.content, s.type, s.title,
+                                                    s.description)
+                reports.append(
+                    SectionReport(
+                        kbid=s.kbid, heading=s.heading, indexed_terms_count=count,
+                        superseded=out.superseded.get(s.kbid),
+                        warnings=p.warnings.get(s.kbid, ()), docid=p.doc.docid, status=status,
+                    )
+                )
+        return reports, totals
+
+    def learn_paths(
+        self,
+        paths: Iterable[Path],
+        *,
+        tags: Sequence[str],
+        docid: str | None,
+        max_file_bytes: int,
+        progress: ProgressFn | None,
+    ) -> LearnReport:
+        started = time.perf_counter()
+        paths = list(paths)
+        for p in paths:
+            if not p.exists():
+                raise InvalidArgumentError(f"no such file or folder: {p}",
+                                           hint="check the path")
+        total = sum(count_files(p) for p in paths) if progress else None
+        reports: list[SectionReport] = []
+        skipped: list[SkippedFile] = []
+        totals: dict[str, int] = {}
+        done = 0
+        batch: list[_Pending] = []
+        batch_sections = 0
+        last_path = ""
+
+        def flush() -> None:
+            nonlocal batch, batch_sections
+            r, t = self.learn_pending(batch)
+            reports.extend(r)
+            for k, v in t.items():
+                totals[k] = totals.get(k, 0) + v
+            batch, batch_sections = [], 0
+
+        for root in paths:
+            single_file = root.is_file()
+            for entry in walk(root, max_file_bytes=max_file_bytes):
+                done += 1
+                last_path = str(entry.path)
+                if isinstance(entry, Skipped):
+                    skipped.append(SkippedFile(str(entry.path), entry.reason, entry.code))
+                else:
+                    pending = self._load(entry, tags, docid, single_file, skipped)
+                    if pending is not None:
+                        batch.append(pending)
+                        batch_sections += len(pending.doc.sections)
+                if len(batch) >= BATCH_FILES or batch_sections >= BATCH_SECTIONS:
+                    flush()
+                if progress:
+                    progress(LearnProgress(done, total, len(reports) + batch_sections, last_path))
+        flush()
+        if progress:
+            progress(LearnProgress(done, total, len(reports), last_path))
+        return LearnReport(
+            sections=tuple(reports), files_skipped=tuple(skipped),
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), **totals,
+        )
+
+    def _load(
+        self, entry: FileEntry, tags: Sequence[str], docid: str | None, single_file: bool,
+        skipped: list[SkippedFile],
+    ) -> _Pending | None:
+        if entry.type.startswith("image/"):
+            return None  # image sections arrive with the content-types issue (#4)
+        try:
+            text = read_text(entry)
+        except KbdbError as e:
+            skipped.append(SkippedFile(str(entry.path), e.message, _skip_code(e)))
+            return None
+        except OSError as e:
+            skipped.append(SkippedFile(str(entry.path), f"cannot read: {e.strerror}",
+                                       "UNREADABLE"))
+            return None
+        if docid is None:
+            doc = entry.rel
+        elif single_file:
+            doc = docid
+        else:
+            doc = f"{docid}/{entry.rel}"
+        return build_document(
+            docid=doc, source=entry.rel, text=text, type=entry.type, title=None,
+            description=None, tags=tags, section_type=None, source_path=str(entry.path),
+            mode="document",
+        )
+
+
+def _skip_code(e: KbdbError) -> str:
+    return getattr(e, "skip_code", None) or e.code
+

@@ -1,0 +1,129 @@
+"""Keeping the lexical index in step with the store (DESIGN §3).
+
+The index records the change-log ``seq`` it has applied (its watermark). Writers catch it
+up after every commit, under the writer lock. Readers that find it behind (a writer is
+mid-update, or one crashed after its database commit) catch it up themselves when the lock
+is free, and otherwise serve the last published snapshot, which is consistent: search
+results are hydrated from the database and retired sections are dropped there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from kbdb import _core
+from kbdb.errors import KbLockedError
+from kbdb.search.fields import index_fields
+from kbdb.store import Database, WriteLock
+from kbdb.store import queries as q
+
+log = logging.getLogger("kbdb")
+
+# Changes applied per index commit during a catch-up; bounds memory on large gaps.
+CATCH_UP_BATCH = 20_000
+
+
+class LexicalIndex:
+    """The ``_core.Index`` under ``.kbdb/indexes/``, plus the logic that keeps it current."""
+
+    def __init__(self, directory: Path, db: Database, lock: WriteLock) -> None:
+        self.directory = directory
+        self._db = db
+        self._lock = lock
+        self._index: _core.Index | None = None
+        self._mutex = threading.Lock()
+        self.analyzer = _core.Analyzer()
+
+    @property
+    def core(self) -> _core.Index:
+        """The engine index, opened (and built or caught up if needed) on first use."""
+        if self._index is None:
+            with self._mutex:
+                if self._index is None:
+                    self._index = self._open()
+        return self._index
+
+    def _open(self) -> _core.Index:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            index = _core.Index.open(str(self.directory))
+        except FileNotFoundError:
+            log.info("lexical index missing in %s; building it", self.directory)
+            with self._lock.hold():
+                index = _core.Index.open(str(self.directory), create=True)
+                self._rebuild(index)
+            return index
+        if index.analyzer_id != self.analyzer.id:
+            log.info("analyzer changed (%s -> %s); rebuilding", index.analyzer_id,
+                     self.analyzer.id)
+            with self._lock.hold():
+                self._rebuild(index)
+        return index
+
+    def refresh(self) -> None:
+        """Pick up other processes' commits; catch up if the index is behind and the writer
+        lock is free (never waits)."""
+        index = self.core
+        index.reload()
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+        if index.watermark == head:
+            return
+        try:
+            with self._lock.hold(timeout=0):
+                self.catch_up()
+        except KbLockedError:
+            pass  # a writer holds the lock and will publish; serve the current snapshot
+
+    def catch_up(self) -> dict[str, int]:
+        """Apply change-log rows past the watermark. Caller holds the writer lock. Returns
+        the number of indexed terms of each section added."""
+        index = self.core
+        index.reload()
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+            if index.watermark > head:
+                log.warning("index watermark %d is ahead of the database (%d); rebuilding",
+                            index.watermark, head)
+                self._rebuild(index)
+                return {}
+            if index.watermark == head:
+                return {}
+            changed = q.changed_kbids(conn, index.watermark)
+            rows = q.index_rows(conn, changed)
+        terms: dict[str, int] = {}
+        for i in range(0, max(len(changed), 1), CATCH_UP_BATCH):
+            batch = changed[i : i + CATCH_UP_BATCH]
+            batch_set = set(batch)
+            adds = [
+                (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5]))
+                for r in rows
+                if r[6] and r[0] in batch_set
+            ]
+            last = i + CATCH_UP_BATCH >= len(changed)
+            counts = index.commit(adds, batch, watermark=head if last else index.watermark)
+            terms.update((a[0], n) for a, n in zip(adds, counts))
+        return terms
+
+    def index_terms(self, heading: str, content: str, type: str, title: str | None,
+                    description: str | None) -> int:
+        """How many terms a section contributes (for learn reports)."""
+        return sum(len(self.analyzer.terms(t)) for t in
+                   index_fields(heading, content, type, title, description))
+
+    def rebuild(self) -> None:
+        """Regenerate the index from the database. Caller holds the writer lock."""
+        self._rebuild(self.core)
+
+    def _rebuild(self, index: _core.Index) -> None:
+        docs: list[tuple[str, str, str, str]] = []
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+            for batch in q.iter_live_index_rows(conn):
+                docs.extend((r[0], *index_fields(r[1], r[2], r[3], r[4], r[5])) for r in batch)
+        index.rebuild(docs, watermark=head)
+
+    def close(self) -> None:
+        self._index = None

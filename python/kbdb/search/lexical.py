@@ -1,0 +1,244 @@
+"""Lexical search end to end: parse, strict-then-relaxed BM25F, sibling boost, paging,
+hydration, snippets, confidence (SPEC §4.1, §4.3).
+
+Strict, then relaxed: every required clause must match first. When that finds fewer than
+``offset + limit`` hits, the rest are filled from the relaxed (any-clause) ranking, below
+every strict hit, and marked ``relaxed``. When strict finds nothing at all, the whole
+response is ``relaxed: true``.
+
+Sibling boost: when several candidate sections share a document, each gets its score
+multiplied by ``1 + sibling_boost * min(m - 1, 3) / 3``, where ``m`` is the number of that
+document's sections among the candidates. So the boost is at most ``sibling_boost``
+(default 0.1, i.e. +10 %) and never lifts a relaxed hit above a strict one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbdb import _core
+from kbdb.config import SearchConfig
+from kbdb.search.confidence import confidence, verdict
+from kbdb.search.fields import index_fields
+from kbdb.search.query import ParsedQuery, parse_query
+from kbdb.search.snippet import make_snippet
+from kbdb.search.synonyms import Synonyms
+from kbdb.store import Database
+from kbdb.store import queries as q
+from kbdb.types import SearchItem, SearchResult
+
+CANDIDATES = 100
+SIBLING_CAP = 3
+_FIELDS = ((_core.FIELD_HEADING, "heading"), (_core.FIELD_BODY, "body"), (_core.FIELD_CODE, "code"))
+
+
+@dataclass(frozen=True)
+class Filters:
+    tags: tuple[str, ...] | None = None
+    docid: str | None = None
+    type: str | None = None
+    section_type: str | None = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.tags) or any(
+            v is not None for v in (self.docid, self.type, self.section_type)
+        )
+
+
+@dataclass
+class _Hit:
+    kbid: str
+    score: float
+    matched: list[int]
+    relaxed: bool
+    explain: list[tuple[int, str, str, float]] | None
+    boost: float = 1.0
+
+
+def search_lexical(
+    index: _core.Index,
+    db: Database,
+    analyzer: _core.Analyzer,
+    synonyms: Synonyms | None,
+    cfg: SearchConfig,
+    query: str,
+    *,
+    limit: int,
+    offset: int,
+    filters: Filters,
+    content: bool,
+    explain: bool,
+) -> SearchResult:
+    parsed = parse_query(query, analyzer, synonyms)
+    hits, total, all_relaxed = _rank(index, db, parsed, cfg, limit, offset, filters, explain)
+    page = hits[offset : offset + limit]
+    items = _hydrate(db, analyzer, parsed, cfg, page, content, explain)
+    top = items[0].confidence if items else None
+    return SearchResult(
+        items=tuple(items),
+        total=total,
+        offset=offset,
+        limit=limit,
+        has_more=offset + limit < total,
+        relaxed=all_relaxed,
+        search_mode="lexical",
+        retrieval_method="lexical",
+        vector_index_stale=False,
+        retrieval_verdict=verdict(top, all_relaxed or (bool(items) and items[0].relaxed)),
+    )
+
+
+def lexical_candidates(
+    index: _core.Index,
+    db: Database,
+    analyzer: _core.Analyzer,
+    synonyms: Synonyms | None,
+    cfg: SearchConfig,
+    query: str,
+    *,
+    count: int,
+    filters: Filters,
+) -> list[tuple[str, float]]:
+    """The top ``count`` (kbid, score) of the lexical path, for fusion with other paths."""
+    parsed = parse_query(query, analyzer, synonyms)
+    hits, _, _ = _rank(index, db, parsed, cfg, count, 0, filters, False)
+    return [(h.kbid, h.score) for h in hits[:count]]
+
+
+def _rank(
+    index: _core.Index,
+    db: Database,
+    parsed: ParsedQuery,
+    cfg: SearchConfig,
+    limit: int,
+    offset: int,
+    filters: Filters,
+    explain: bool,
+) -> tuple[list[_Hit], int, bool]:
+    if parsed.empty:
+        return [], 0, False
+    allow: list[str] | None = None
+    if filters.any:
+        with db.read() as conn:
+            allow = q.allowed_kbids(
+                conn, tags=filters.tags, docid=filters.docid, type=filters.type,
+                section_type=filters.section_type,
+            )
+        if not allow:
+            return [], 0, False
+    want = max(CANDIDATES, offset + limit)
+    params: dict[str, Any] = {
+        "limit": want,
+        "allow": allow,
+        "k1": cfg.k1,
+        "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
+        "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
+        "explain": explain,
+    }
+    strict = index.search(parsed.clauses, phrases=parsed.phrases, require_all=True, **params)
+    hits = _hits(strict, relaxed=False)
+    total = strict.total
+    all_relaxed = False
+    required = sum(1 for _, req in parsed.clauses if req)
+    if len(hits) < offset + limit and (required > 1 or parsed.phrases or not hits):
+        loose = index.search(parsed.clauses, require_all=False, **params)
+        seen = {h.kbid for h in hits}
+        extra = [h for h in _hits(loose, relaxed=True) if h.kbid not in seen]
+        if not hits and extra:
+            all_relaxed = True
+        hits.extend(extra)
+        total = max(total, loose.total)
+    _sibling_boost(db, hits, cfg.sibling_boost)
+    return hits, total, all_relaxed
+
+
+def _hits(h: _core.Hits, *, relaxed: bool) -> list[_Hit]:
+    ex = h.explain
+    return [
+        _Hit(k, s, m, relaxed, ex[i] if ex is not None else None)
+        for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched))
+    ]
+
+
+def _sibling_boost(db: Database, hits: list[_Hit], boost: float) -> None:
+    if boost <= 0 or len(hits) < 2:
+        return
+    with db.read() as conn:
+        docs = q.live_docids_of(conn, [h.kbid for h in hits])
+    per_doc = Counter(d for h in hits for d in docs.get(h.kbid, ()))
+    for h in hits:
+        m = max((per_doc[d] for d in docs.get(h.kbid, ())), default=1)
+        h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
+        h.score *= h.boost
+    # Strict hits stay above relaxed ones; within each tier, by boosted score.
+    hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+
+
+def _hydrate(
+    db: Database,
+    analyzer: _core.Analyzer,
+    parsed: ParsedQuery,
+    cfg: SearchConfig,
+    page: Sequence[_Hit],
+    content: bool,
+    explain: bool,
+) -> list[SearchItem]:
+    kbids = [h.kbid for h in page]
+    with db.read() as conn:
+        rows = q.sections(conn, kbids)
+        docids = q.docids_of(conn, kbids)
+        tags = q.tags_of(conn, kbids)
+    required = sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
+    items: list[SearchItem] = []
+    for h in page:
+        row = rows.get(h.kbid)
+        if row is None or row["retired_at"] is not None:
+            continue  # retired after the index snapshot was taken
+        matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
+        fields = 0
+        for mask in h.matched:
+            fields |= mask
+        terms = {alt for i in matched_clauses for alt, _ in parsed.clauses[i][0]}
+        covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
+        coverage = covered / required if required else 1.0
+        raw = h.score / h.boost
+        _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
+        snippet = "" if row["type"].startswith("image/") else make_snippet(body, terms, analyzer)
+        items.append(
+            SearchItem(
+                kbid=h.kbid,
+                heading=row["heading"],
+                level=row["level"],
+                parent=row["parent"],
+                type=row["type"],
+                section_type=row["section_type"],
+                docids=tuple(docids.get(h.kbid, ())),
+                tags=tuple(tags.get(h.kbid, ())),
+                snippet=snippet,
+                matched_terms=tuple(parsed.surfaces[i] for i in matched_clauses),
+                matched_fields=tuple(name for bit, name in _FIELDS if fields & bit),
+                score=round(h.score, 6),
+                confidence=confidence(raw, required, coverage, h.relaxed),
+                created_at=row["created_at"],
+                relaxed=h.relaxed,
+                title=row["title"],
+                content=row["content"] if content else None,
+                explain=_explain(h) if explain else None,
+            )
+        )
+    return items
+
+
+def _explain(h: _Hit) -> dict[str, Any]:
+    return {
+        "bm25f": [
+            {"clause": c, "term": t, "field": f, "score": round(s, 6)}
+            for c, t, f, s in (h.explain or [])
+        ],
+        "sibling_boost": round(h.boost, 4),
+        "relaxed": h.relaxed,
+    }

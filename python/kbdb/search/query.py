@@ -1,0 +1,65 @@
+"""Parsing a query string into engine clauses and phrases (SPEC §4.1).
+
+- Text in double quotes is a phrase: its terms must occur adjacently in one field. An
+  unbalanced quote is treated as a space.
+- Every other word is a clause. A clause matches through the term itself or any of its
+  synonyms (weighted lower). The whole form of a split identifier is an optional clause: it
+  adds to the score but is not required.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kbdb import _core
+from kbdb.search.synonyms import SYNONYM_WEIGHT, Synonyms
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    clauses: tuple[tuple[tuple[tuple[str, float], ...], bool], ...]
+    phrases: tuple[tuple[tuple[str, int], ...], ...]
+    surfaces: tuple[str, ...]  # per clause: the word as the user typed it
+
+    @property
+    def empty(self) -> bool:
+        return not self.clauses
+
+
+def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) -> ParsedQuery:
+    """Analyze ``text`` into clauses (one per distinct term) and phrases."""
+    pieces: list[tuple[str, bool]] = []  # (text, is_phrase)
+    pos = 0
+    for m in _QUOTED.finditer(text):
+        pieces.append((text[pos : m.start()], False))
+        pieces.append((m.group(1), True))
+        pos = m.end()
+    pieces.append((text[pos:], False))
+
+    clauses: list[tuple[tuple[tuple[str, float], ...], bool]] = []
+    surfaces: list[str] = []
+    seen: dict[str, int] = {}
+    phrases: list[tuple[tuple[str, int], ...]] = []
+    for piece, is_phrase in pieces:
+        tokens = analyzer.query_tokens(piece.replace('"', " "))
+        if is_phrase:
+            parts = [(term, position) for term, _, position, optional in tokens if not optional]
+            if len(parts) > 1:
+                base = parts[0][1]
+                phrases.append(tuple((t, p - base) for t, p in parts))
+        for term, surface, _, optional in tokens:
+            if term in seen:
+                i = seen[term]
+                if not optional and not clauses[i][1]:
+                    clauses[i] = (clauses[i][0], True)
+                continue
+            alternatives: list[tuple[str, float]] = [(term, 1.0)]
+            if synonyms is not None:
+                alternatives += [(s, SYNONYM_WEIGHT) for s in synonyms.expand(term) if s != term]
+            seen[term] = len(clauses)
+            clauses.append((tuple(alternatives), not optional))
+            surfaces.append(surface)
+    return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces))

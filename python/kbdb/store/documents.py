@@ -1,0 +1,222 @@
+"""Writing documents and their sections: the one learn transaction (SPEC §3).
+
+``apply_document`` stores a document's new section list atomically and works out
+supersession. Every section that becomes live or retired gets a change-log row, which the
+indexes follow.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+ReplaceMode = Literal["document", "source_key", "append"]
+"""``document``: the new list replaces the document's sections (re-learning a file).
+``source_key``: sections superseded by source key, others kept (``replace=True``).
+``append``: keep everything, add the new sections (``replace=False``)."""
+
+
+@dataclass(frozen=True)
+class NewSection:
+    kbid: str
+    heading: str
+    level: int
+    parent: str | None
+    content: str
+    type: str
+    section_type: str
+    title: str | None
+    description: str | None
+    source_key: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    docid: str
+    title: str | None
+    description: str | None
+    source_path: str | None
+    type: str
+    checksum: str
+    tags: tuple[str, ...]
+    sections: tuple[NewSection, ...]
+
+
+@dataclass
+class DocumentOutcome:
+    """What ``apply_document`` did."""
+
+    created: bool = False
+    unchanged: bool = False
+    status: dict[str, Literal["added", "unchanged", "linked"]] = field(default_factory=dict)
+    superseded: dict[str, str] = field(default_factory=dict)  # new kbid -> old kbid
+    retired: list[str] = field(default_factory=list)
+
+
+def document_checksum(conn: sqlite3.Connection, docid: str) -> str | None:
+    row = conn.execute("SELECT checksum FROM documents WHERE docid = ?", (docid,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def apply_document(
+    conn: sqlite3.Connection, doc: NewDocument, *, mode: ReplaceMode, now: str
+) -> DocumentOutcome:
+    """Store ``doc`` inside the caller's transaction and return what changed."""
+    out = DocumentOutcome()
+    existing = conn.execute(
+        "SELECT checksum FROM documents WHERE docid = ?", (doc.docid,)
+    ).fetchone()
+    if existing is None:
+        out.created = True
+        conn.execute(
+            "INSERT INTO documents(docid, title, description, source_path, type, checksum,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc.docid, doc.title, doc.description, doc.source_path, doc.type, doc.checksum,
+             now, now),
+        )
+    elif mode == "document" and existing[0] == doc.checksum:
+        out.unchanged = True
+        for s in doc.sections:
+            out.status[s.kbid] = "unchanged"
+        return out
+    else:
+        conn.execute(
+            "UPDATE documents SET title = COALESCE(?, title),"
+            " description = COALESCE(?, description), source_path = COALESCE(?, source_path),"
+            " checksum = ?, updated_at = ? WHERE docid = ?",
+            (doc.title, doc.description, doc.source_path, doc.checksum, now, doc.docid),
+        )
+    conn.executemany(
+        "INSERT OR IGNORE INTO document_tags(docid, tag) VALUES (?, ?)",
+        [(doc.docid, t) for t in doc.tags],
+    )
+
+    old_links = conn.execute(
+        "SELECT ds.kbid, s.source_key FROM document_sections ds JOIN sections s USING (kbid)"
+        " WHERE ds.docid = ? AND ds.live = 1 ORDER BY ds.ord",
+        (doc.docid,),
+    ).fetchall()
+    old_kbids = {k for k, _ in old_links}
+    new_kbids = {s.kbid for s in doc.sections}
+    by_source_key = {s.source_key: s.kbid for s in doc.sections}
+
+    # Which old sections leave this document.
+    if mode == "document":
+        leaving = [(k, sk) for k, sk in old_links if k not in new_kbids]
+    elif mode == "source_key":
+        leaving = [
+            (k, sk) for k, sk in old_links
+            if sk in by_source_key and by_source_key[sk] != k
+        ]
+    else:
+        leaving = []
+
+    # Re-number the document: in "document" mode the new list is the whole document;
+    # otherwise the new sections follow the sections that stay.
+    leaving_kbids = {k for k, _ in leaving}
+    if mode == "document":
+        conn.executemany(
+            "DELETE FROM document_sections WHERE docid = ? AND kbid = ?",
+            [(doc.docid, k) for k in new_kbids],
+        )
+        conn.execute("UPDATE document_sections SET live = 0 WHERE docid = ?", (doc.docid,))
+        base = 0
+    else:
+        for k in leaving_kbids:
+            conn.execute(
+                "UPDATE document_sections SET live = 0 WHERE docid = ? AND kbid = ?",
+                (doc.docid, k),
+            )
+        row = conn.execute(
+            "SELECT COALESCE(MAX(ord) + 1, 0) FROM document_sections WHERE docid = ? AND live = 1",
+            (doc.docid,),
+        ).fetchone()
+        base = int(row[0])
+
+    ord_ = base
+    for s in doc.sections:
+        if mode != "document" and s.kbid in old_kbids and s.kbid not in leaving_kbids:
+            out.status[s.kbid] = "unchanged"
+            _add_tags(conn, s.kbid, s.tags)
+            continue
+        _link(conn, doc.docid, s.kbid, ord_)
+        ord_ += 1
+        if s.kbid in old_kbids:
+            out.status.setdefault(s.kbid, "unchanged")
+        elif _insert_or_revive(conn, s, now):
+            out.status[s.kbid] = "added"
+        else:
+            out.status.setdefault(s.kbid, "linked")
+        _add_tags(conn, s.kbid, s.tags)
+
+    for kbid, source_key in leaving:
+        if _live_link_count(conn, kbid) > 0:
+            continue  # still part of another document
+        successor = by_source_key.get(source_key) if source_key else None
+        if successor == kbid:
+            successor = None
+        retire(conn, kbid, now=now, superseded_by=successor,
+               reason="superseded" if successor else "removed")
+        out.retired.append(kbid)
+        if successor is not None:
+            out.superseded[successor] = kbid
+    return out
+
+
+def retire(
+    conn: sqlite3.Connection, kbid: str, *, now: str, superseded_by: str | None, reason: str
+) -> None:
+    """Retire one section: it leaves search but stays readable (SPEC §2)."""
+    conn.execute(
+        "UPDATE sections SET retired_at = ?, superseded_by = ?, retire_reason = ?"
+        " WHERE kbid = ? AND retired_at IS NULL",
+        (now, superseded_by, reason, kbid),
+    )
+    conn.execute("INSERT INTO changelog(op, kbid) VALUES ('retire', ?)", (kbid,))
+
+
+def _link(conn: sqlite3.Connection, docid: str, kbid: str, ord_: int) -> None:
+    conn.execute(
+        "INSERT INTO document_sections(docid, kbid, ord, live) VALUES (?, ?, ?, 1)",
+        (docid, kbid, ord_),
+    )
+
+
+def _live_link_count(conn: sqlite3.Connection, kbid: str) -> int:
+    row = conn.execute(
+        "SELECT COUNT(*) FROM document_sections WHERE kbid = ? AND live = 1", (kbid,)
+    ).fetchone()
+    return int(row[0])
+
+
+def _add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO section_tags(kbid, tag) VALUES (?, ?)", [(kbid, t) for t in tags]
+    )
+
+
+def _insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
+    """Insert a new section. Returns False when the content already existed (live, or
+    retired and now revived)."""
+    row = conn.execute("SELECT retired_at FROM sections WHERE kbid = ?", (s.kbid,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sections(kbid, heading, level, parent, content, type, section_type,"
+            " title, description, source_key, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type, s.title,
+             s.description, s.source_key, now),
+        )
+        conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
+        return True
+    if row[0] is not None:
+        # The same content learned again after it was retired: it is live once more.
+        conn.execute(
+            "UPDATE sections SET retired_at = NULL, superseded_by = NULL, retire_reason = NULL"
+            " WHERE kbid = ?",
+            (s.kbid,),
+        )
+        conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
+    return False

@@ -1,0 +1,176 @@
+"""Read queries over ``kb.sqlite``: index catch-up, filters, hydration, recall, stats.
+
+Every function takes a connection, so callers choose the snapshot (``Database.read``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+# SQLite's default limit on host parameters is 32766; stay well below it.
+_CHUNK = 900
+
+SECTION_COLUMNS = (
+    "kbid, heading, level, parent, content, type, section_type, title, description,"
+    " source_key, created_at, retired_at, superseded_by"
+)
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _CHUNK):
+        yield items[i : i + _CHUNK]
+
+
+def max_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM changelog").fetchone()
+    return int(row[0])
+
+
+def changed_kbids(conn: sqlite3.Connection, since: int) -> list[str]:
+    """Distinct kbids with a change-log row after ``since``."""
+    rows = conn.execute(
+        "SELECT DISTINCT kbid FROM changelog WHERE seq > ?", (since,)
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+IndexRow = tuple[str, str, str, str, str | None, str | None, bool]
+"""(kbid, heading, content, type, title, description, live)"""
+
+
+def index_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> list[IndexRow]:
+    out: list[IndexRow] = []
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(
+            "SELECT kbid, heading, content, type, title, description, retired_at IS NULL"
+            f" FROM sections WHERE kbid IN ({marks})",
+            tuple(chunk),
+        ):
+            out.append((r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6])))
+    return out
+
+
+def iter_live_index_rows(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[list[IndexRow]]:
+    """All live sections, in batches, for a full rebuild."""
+    cur = conn.execute(
+        "SELECT kbid, heading, content, type, title, description, 1 FROM sections"
+        " WHERE retired_at IS NULL ORDER BY rowid"
+    )
+    while True:
+        rows = cur.fetchmany(batch)
+        if not rows:
+            return
+        yield [(r[0], r[1], r[2], r[3], r[4], r[5], True) for r in rows]
+
+
+def allowed_kbids(
+    conn: sqlite3.Connection,
+    *,
+    tags: Sequence[str] | None,
+    docid: str | None,
+    type: str | None,
+    section_type: str | None,
+) -> list[str]:
+    """Live kbids that pass every given filter (tags: all of them)."""
+    where = ["s.retired_at IS NULL"]
+    params: list[Any] = []
+    if type is not None:
+        where.append("s.type = ?")
+        params.append(type)
+    if section_type is not None:
+        where.append("s.section_type = ?")
+        params.append(section_type)
+    if docid is not None:
+        where.append(
+            "s.kbid IN (SELECT kbid FROM document_sections WHERE docid = ? AND live = 1)"
+        )
+        params.append(docid)
+    for tag in tags or ():
+        where.append("s.kbid IN (SELECT kbid FROM section_tags WHERE tag = ?)")
+        params.append(tag)
+    sql = f"SELECT s.kbid FROM sections s WHERE {' AND '.join(where)}"
+    return [r[0] for r in conn.execute(sql, params)]
+
+
+def sections(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, sqlite3.Row]:
+    """Full section rows by kbid (retired ones included)."""
+    conn.row_factory = sqlite3.Row
+    try:
+        out: dict[str, sqlite3.Row] = {}
+        for chunk in _chunks(kbids):
+            marks = ",".join("?" * len(chunk))
+            for r in conn.execute(
+                f"SELECT {SECTION_COLUMNS} FROM sections WHERE kbid IN ({marks})", tuple(chunk)
+            ):
+                out[r["kbid"]] = r
+        return out
+    finally:
+        conn.row_factory = None
+
+
+def docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
+    """Documents of each section: live links first (document order), then retired ones."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        for kbid, docid in conn.execute(
+            f"SELECT kbid, docid FROM document_sections WHERE kbid IN ({marks})"
+            " ORDER BY live DESC, docid",
+            tuple(chunk),
+        ):
+            if docid not in out[kbid]:
+                out[kbid].append(docid)
+    return out
+
+
+def live_docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        for kbid, docid in conn.execute(
+            f"SELECT DISTINCT kbid, docid FROM document_sections WHERE live = 1"
+            f" AND kbid IN ({marks})",
+            tuple(chunk),
+        ):
+            out[kbid].append(docid)
+    return out
+
+
+def tags_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        for kbid, tag in conn.execute(
+            f"SELECT kbid, tag FROM section_tags WHERE kbid IN ({marks}) ORDER BY tag",
+            tuple(chunk),
+        ):
+            out[kbid].append(tag)
+    return out
+
+
+def document_kbids(conn: sqlite3.Connection, docid: str) -> list[str] | None:
+    """A document's live sections in order, or None when the document is unknown."""
+    if conn.execute("SELECT 1 FROM documents WHERE docid = ?", (docid,)).fetchone() is None:
+        return None
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT kbid FROM document_sections WHERE docid = ? AND live = 1 ORDER BY ord",
+            (docid,),
+        )
+    ]
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    one = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
+    return {
+        "documents": one("SELECT COUNT(*) FROM documents"),
+        "sections": one("SELECT COUNT(*) FROM sections"),
+        "live_sections": one("SELECT COUNT(*) FROM sections WHERE retired_at IS NULL"),
+        "tags": one("SELECT COUNT(DISTINCT tag) FROM section_tags"),
+        "changelog_seq": max_seq(conn),
+    }

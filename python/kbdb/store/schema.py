@@ -1,0 +1,74 @@
+"""The ``kb.sqlite`` schema: the source of truth (DESIGN §3).
+
+Tables:
+- ``documents``: one row per learned source; ``document_tags`` its tags.
+- ``sections``: content-addressed sections (primary key ``kbid``); ``section_tags``.
+- ``document_sections``: the many-to-many links, in document order. ``live = 0`` keeps the
+  link of a retired section so that ``recall`` still reports its documents.
+- ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
+  derived indexes record the ``seq`` they have applied (their watermark) and catch up from
+  here, so a crash between the database commit and the index update is harmless.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    docid       TEXT PRIMARY KEY,
+    title       TEXT,
+    description TEXT,
+    source_path TEXT,
+    type        TEXT NOT NULL,
+    checksum    TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS document_tags (
+    docid TEXT NOT NULL REFERENCES documents(docid),
+    tag   TEXT NOT NULL,
+    PRIMARY KEY (docid, tag)
+);
+CREATE TABLE IF NOT EXISTS sections (
+    kbid          TEXT PRIMARY KEY,
+    heading       TEXT NOT NULL,
+    level         INTEGER NOT NULL,
+    parent        TEXT,
+    content       TEXT NOT NULL,
+    type          TEXT NOT NULL,
+    section_type  TEXT NOT NULL,
+    title         TEXT,
+    description   TEXT,
+    source_key    TEXT,
+    created_at    TEXT NOT NULL,
+    retired_at    TEXT,
+    superseded_by TEXT,
+    retire_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS sections_source_key ON sections(source_key);
+CREATE TABLE IF NOT EXISTS section_tags (
+    kbid TEXT NOT NULL REFERENCES sections(kbid),
+    tag  TEXT NOT NULL,
+    PRIMARY KEY (kbid, tag)
+);
+CREATE INDEX IF NOT EXISTS section_tags_tag ON section_tags(tag);
+CREATE TABLE IF NOT EXISTS document_sections (
+    id    INTEGER PRIMARY KEY,
+    docid TEXT NOT NULL REFERENCES documents(docid),
+    kbid  TEXT NOT NULL REFERENCES sections(kbid),
+    ord   INTEGER NOT NULL,
+    live  INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS document_sections_doc ON document_sections(docid, live, ord);
+CREATE INDEX IF NOT EXISTS document_sections_kbid ON document_sections(kbid);
+CREATE TABLE IF NOT EXISTS changelog (
+    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+    op   TEXT NOT NULL CHECK (op IN ('add', 'retire')),
+    kbid TEXT NOT NULL
+);
+"""
