@@ -1,0 +1,1 @@
+"""Search: query parsing, the lexical path, fusion, snippets, confidence. The only code that fuses."""
