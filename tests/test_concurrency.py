@@ -1,0 +1,91 @@
+"""Several processes on one knowledge base (SPEC §13, DESIGN §4)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kbdb
+from kbdb.errors import KbLockedError
+
+WRITER = textwrap.dedent(
+    """
+    import sys, kbdb
+    kb = kbdb.KnowledgeBase.open(sys.argv[1])
+    name = sys.argv[2]
+    for i in range(int(sys.argv[3])):
+        kb.learn(f"# {name} note {i}\\n\\nprocess {name} wrote fact number {i} about ferrets",
+                 docid=f"{name}-{i}", tags=[name])
+    """
+)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("KBDB_DB", None)
+    return env
+
+
+def test_two_processes_learning_at_once_lose_nothing(kb: kbdb.KnowledgeBase) -> None:
+    n = 40
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(kb.path), name, str(n)], env=_env())
+        for name in ("alpha", "beta")
+    ]
+    # A reader searches while they write: it must never fail.
+    seen = 0
+    while any(p.poll() is None for p in procs):
+        seen = max(seen, kb.search("ferrets", limit=100).total)
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    res = kb.search("ferrets", limit=100)
+    assert res.total == 2 * n
+    assert kb.search("ferrets", tags=["alpha"], limit=100).total == n
+    assert kb.search("ferrets", tags=["beta"], limit=100).total == n
+    s = kb.stats()
+    assert s.documents == 2 * n and s.index_watermark == s.changelog_seq
+
+
+def test_writer_waits_then_fails_with_kb_locked(
+    kb: kbdb.KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(
+            """
+            import fcntl, sys, time
+            fd = open(sys.argv[1], "a")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            print("held", flush=True)
+            time.sleep(30)
+            """
+        ), str(kb.path / "write.lock")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("KBDB_LOCK_TIMEOUT", "0.3")
+        other = kbdb.KnowledgeBase.open(kb.path)
+        with pytest.raises(KbLockedError) as e:
+            other.learn("# Blocked\n\nthis waits", docid="blocked")
+        assert e.value.code == "KB_LOCKED"
+        # Readers take no lock.
+        assert other.search("anything").total == 0
+        other.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    kb.learn("# Free\n\nnow it works", docid="free")
+    assert kb.search("works").total == 1
+
+
+def test_reader_in_other_process_sees_new_learns_without_reopen(
+    kb: kbdb.KnowledgeBase, tmp_path: Path
+) -> None:
+    kb.search("anything")  # open the index in this process first
+    script = "import sys, kbdb; kbdb.KnowledgeBase.open(sys.argv[1]).learn('# Late\\n\\nokapi', docid='late')"
+    subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
+    assert kb.search("okapi").total == 1
