@@ -17,7 +17,7 @@ help: ## list the targets
 $(STAMP): $(PY_DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "click>=8.1" "rich>=13" "tomlkit>=0.12" \
+	$(PIP) install -q "maturin>=1.7,<2" "click>=8.1" "rich>=13" "tomlkit>=0.12" "pathspec>=0.12" "PyYAML>=6" \
 		"pytest>=8" "hypothesis>=6" "ruff>=0.6" "mypy>=1.10"
 	touch $@
 
@@ -41,8 +41,16 @@ test: build test-rust test-py ## the full fast suite: build, cargo test, pytest
 test-slow: build ## long campaigns (soak, big corpora)
 	$(PY) -m pytest -m slow
 
+KBDB := $(VENV)/bin/kbdb
 demo: build ## learn the project's docs/ into .demo/ and run a few searches
-	$(PY) scripts/demo.py
+	rm -rf .demo && mkdir -p .demo
+	$(KBDB) init .demo
+	$(KBDB) --db .demo learn docs README.md ARCHITECTURE.md --tags project-docs
+	$(KBDB) --db .demo stats
+	$(KBDB) --db .demo search "how are writers serialized"
+	$(KBDB) --db .demo search "config k1" --limit 3
+	$(KBDB) --db .demo search '"exit codes"' --limit 3
+	$(KBDB) --db .demo --json search "supersession of sections" --limit 1
 
 bench: build ## side-by-side benchmarks against peers (installs peers into .venv)
 	$(PIP) install -q ".[bench]" --no-deps >/dev/null 2>&1 || true
