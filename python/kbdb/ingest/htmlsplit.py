@@ -1,0 +1,217 @@
+"""Split HTML into sections at ``<h1>``–``<h6>`` on its visible text (SPEC §3).
+
+Built on the standard library's forgiving ``html.parser``. Only visible text is kept:
+``script``, ``style``, ``template`` and ``noscript`` are dropped, and ``head`` is dropped
+until ``</head>`` or ``<body>``. Whitespace is collapsed and block elements break lines.
+``<pre>`` blocks are code: they stay in ``content`` as fenced blocks (so content reads
+like Markdown), leave ``body`` and fill ``code``. Inline ``<code>`` stays in the
+running text, as inline backticks do in Markdown. The document title is ``<title>``,
+else the first non-empty ``<h1>``; ``<meta name="description">`` and
+``<meta name="keywords">`` give the description and tags.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from html.parser import HTMLParser
+
+from kbdb.ingest.section import (
+    HTML_INVALID,
+    ParsedDocument,
+    RawSection,
+    build_sections,
+    clean_tags,
+    document_title,
+)
+
+logger = logging.getLogger("kbdb")
+
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+_HIDDEN = frozenset({"script", "style", "template", "noscript"})
+_BLOCKS = frozenset(
+    {
+        *("address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl"),
+        *("dt", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main"),
+        *("nav", "ol", "p", "section", "summary", "table", "tbody", "td", "th", "thead"),
+        *("tr", "ul"),
+    }
+)
+_SPACE = re.compile(r"\s+")
+
+
+class _Splitter(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.raw: list[RawSection] = []
+        self.title: str | None = None
+        self.description: str | None = None
+        self.keywords: str | None = None
+        self._hidden = 0
+        self._in_head = False
+        self._in_title = False
+        self._title: list[str] = []
+        self._heading: tuple[int, list[str]] | None = None  # level, text being collected
+        self._current: tuple[str, int] = ("", 0)  # heading and level of the open section
+        self._parts: list[tuple[bool, str]] = []  # (is code, text) of the open section
+        self._pre = 0
+        self._pre_text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HIDDEN:
+            self._hidden += 1
+        elif tag == "head":
+            self._in_head = True
+        elif tag == "body":
+            self._in_head = False
+        elif tag == "title":
+            self._in_title = True
+        elif tag == "meta":
+            self._meta(dict(attrs))
+        elif tag in _HEADINGS and not self._pre:
+            self._end_heading()
+            self._finish_section()
+            self._heading = (_HEADINGS[tag], [])
+        elif tag == "pre":
+            if not self._pre:
+                self._pre_text = []
+            self._pre += 1
+        elif tag in _BLOCKS:
+            self._text("\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "meta":
+            self._meta(dict(attrs))
+        elif tag in _BLOCKS:
+            self._text("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+        elif tag == "head":
+            self._in_head = False
+        elif tag == "title":
+            self._in_title = False
+        elif tag in _HEADINGS:
+            self._end_heading()
+        elif tag == "pre" and self._pre:
+            self._pre -= 1
+            if not self._pre:
+                self._end_pre()
+        elif tag in _BLOCKS:
+            self._text("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._hidden:
+            return
+        if self._in_title:
+            self._title.append(data)
+        elif self._in_head:
+            return
+        elif self._pre:
+            self._pre_text.append(data)
+        else:
+            self._text(_SPACE.sub(" ", data))  # source newlines are not line breaks
+
+    def finish(self) -> None:
+        if self._pre:
+            self._end_pre()
+        self._end_heading()
+        self._finish_section()
+        title = _SPACE.sub(" ", "".join(self._title)).strip()
+        self.title = title or None
+
+    def _meta(self, attrs: dict[str, str | None]) -> None:
+        name = (attrs.get("name") or "").lower()
+        value = (attrs.get("content") or "").strip()
+        if name == "description" and value:
+            self.description = value
+        elif name == "keywords" and value:
+            self.keywords = value
+
+    def _text(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading[1].append(data)
+        else:
+            self._parts.append((False, data))
+
+    def _end_pre(self) -> None:
+        block = "".join(self._pre_text).strip("\n")
+        self._pre_text = []
+        if self._heading is not None:
+            self._heading[1].append(block)
+        else:
+            self._parts.append((True, block))
+
+    def _end_heading(self) -> None:
+        if self._heading is None:
+            return
+        level, parts = self._heading
+        self._heading = None
+        self._current = (_SPACE.sub(" ", "".join(parts)).strip(), level)
+
+    def _finish_section(self) -> None:
+        heading, level = self._current
+        parts, self._parts = self._parts, []
+        content: list[str] = []
+        body: list[str] = []
+        blocks: list[str] = []
+        text: list[str] = []
+        for is_code, piece in parts:
+            if not is_code:
+                text.append(piece)
+                continue
+            content.append(_tidy("".join(text)))
+            body.append(content[-1])
+            text = []
+            fence = "`" * max(3, _longest_backtick_run(piece) + 1)
+            content.append(f"{fence}\n{piece}\n{fence}\n")
+            if piece.strip():
+                blocks.append(piece)
+        content.append(_tidy("".join(text)))
+        body.append(content[-1])
+        if level == 0 and not "".join(content).strip():
+            return  # blank preamble
+        self.raw.append(
+            RawSection(heading, level, "".join(content), "".join(body), "\n".join(blocks))
+        )
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _tidy(text: str) -> str:
+    """Collapse whitespace and drop blank lines; every line ends in ``\\n``."""
+    lines = (_SPACE.sub(" ", line).strip() for line in text.split("\n"))
+    return "".join(f"{line}\n" for line in lines if line)
+
+
+def split_html(text: str) -> ParsedDocument:
+    """Split an HTML document into sections at ``<h1>``–``<h6>``.
+
+    Args:
+        text: The HTML source.
+
+    Returns:
+        The document. Text before the first heading is a level-0 preamble, dropped when
+        blank. ``warnings`` holds ``html_invalid`` if the parser gave up part way.
+    """
+    parser = _Splitter()
+    warnings: tuple[str, ...] = ()
+    try:
+        parser.feed(text.removeprefix("\ufeff"))
+        parser.close()
+    except (AssertionError, ValueError) as exc:  # malformed markup declarations
+        logger.debug("html parser stopped early: %s", exc)
+        warnings = (HTML_INVALID,)
+    parser.finish()
+    sections = build_sections(parser.raw)
+    tags = clean_tags(parser.keywords) or ()
+    return ParsedDocument(
+        title=parser.title if parser.title is not None else document_title(sections),
+        description=parser.description,
+        tags=tags,
+        sections=sections,
+        warnings=warnings,
+    )

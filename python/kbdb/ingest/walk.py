@@ -1,0 +1,362 @@
+"""Find the files a learn should read, streaming, and load them (SPEC §3).
+
+``walk`` is a generator over ``os.scandir``: it holds one sorted listing per open folder
+on the current path, never the whole tree, so memory stays flat on 100k files. The
+order is deterministic: entries sorted by name (code point order) within each folder,
+depth first, a subfolder's files at the folder's place among its siblings.
+
+Rules, for a folder root:
+
+- skipped silently: hidden names (starting with ``.``, which covers ``.kbdb`` and
+  ``.git``), ``node_modules``, paths matched by ``.gitignore``/``.kbdbignore`` files in
+  the tree (``kbdb.ingest.ignore``), and files whose extension (case-insensitive) is not
+  in ``SUPPORTED_EXTENSIONS``;
+- symlinked folders are not followed (this rules out loops and escapes from the root);
+  symlinked files are followed. Broken links, special files (FIFOs, sockets) with a
+  supported extension, unreadable files and unreadable folders are reported as
+  ``Skipped(code="UNREADABLE")``;
+- a file over ``max_file_bytes`` is ``Skipped(code="CONTENT_TOO_LARGE")``.
+
+A file given directly as the root is always considered, hidden or ignored or not; if
+its extension is unsupported it is ``Skipped(code="UNSUPPORTED_TYPE")`` rather than
+silently dropped, since the user named it.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from kbdb.errors import InvalidArgumentError
+from kbdb.ingest.ignore import IGNORE_FILES, IgnoreLevel, is_ignored, load_level
+
+logger = logging.getLogger("kbdb")
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+"""``learn.max_file_bytes`` default: 10 MiB."""
+
+SUPPORTED_EXTENSIONS: dict[str, str] = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".json": "application/json",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".svg": "image/svg+xml",
+}
+"""Learnable file extensions (lower case, with the dot) and their MIME types."""
+
+_BOM = b"\xef\xbb\xbf"
+
+SKIPPED_NAMES = frozenset({"node_modules", ".kbdb"})
+"""Names never walked into, besides hidden names."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A file to learn.
+
+    Attributes:
+        path: The file on disk (the root joined with ``rel``).
+        rel: POSIX path relative to the learn root; the file name when the root is a
+            file. This is the ``source`` of the file's source keys.
+        type: MIME type from ``SUPPORTED_EXTENSIONS``.
+        size: Size in bytes when walked.
+    """
+
+    path: Path
+    rel: str
+    type: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file (or folder) that will not be learned, and why.
+
+    Attributes:
+        path: The path on disk.
+        rel: POSIX path relative to the learn root.
+        reason: A lower-case sentence for people.
+        code: A stable code: ``CONTENT_TOO_LARGE``, ``UNREADABLE``, ``UNSUPPORTED_TYPE``,
+            ``INVALID_UTF8`` or ``BINARY_FILE``.
+    """
+
+    path: Path
+    rel: str
+    reason: str
+    code: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A walked path before it is stat-ed: what ``count_files`` counts."""
+
+    path: Path
+    rel: str
+    type: str | None  # None for a folder that could not be listed
+    entry: os.DirEntry[str] | None
+    error: str | None = None
+
+
+def walk(
+    root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> Iterator[FileEntry | Skipped]:
+    """Stream the learnable files under ``root`` (see the module docstring for rules).
+
+    The root is checked at once; the tree is read lazily as the iterator is consumed.
+
+    Args:
+        root: A folder to walk recursively, or one file.
+        max_file_bytes: Files larger than this many bytes are skipped.
+
+    Returns:
+        An iterator of ``FileEntry`` and ``Skipped``, in deterministic order.
+
+    Raises:
+        InvalidArgumentError: ``root`` does not exist or ``max_file_bytes`` is negative.
+    """
+    if max_file_bytes < 0:
+        raise InvalidArgumentError(f"max_file_bytes must be >= 0, got {max_file_bytes}")
+    return (_inspect(c, max_file_bytes) for c in _candidates(Path(root)))
+
+
+def count_files(root: Path) -> int:
+    """Count what ``walk(root)`` will yield, cheaply (no per-file ``stat``).
+
+    Meant for progress bars: it applies the same skipping rules, so unless the tree
+    changes in between it equals the number of items ``walk`` yields.
+
+    Args:
+        root: A folder or one file.
+
+    Returns:
+        The number of files (and unreadable folders) ``walk`` reports.
+
+    Raises:
+        InvalidArgumentError: ``root`` does not exist.
+    """
+    return sum(1 for _ in _candidates(Path(root)))
+
+
+def _candidates(root: Path) -> Iterator[_Candidate]:
+    try:
+        root_stat = root.stat()
+    except FileNotFoundError:
+        raise InvalidArgumentError(
+            f"no such file or folder: {root}", hint="check the path"
+        ) from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot access {root}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(root_stat.st_mode):
+        return _walk_tree(root)
+    return iter((_Candidate(root, root.name, _type_of(root.name), None),))
+
+
+def _walk_tree(root: Path) -> Iterator[_Candidate]:
+    # One frame per open folder: its remaining sorted entries, its rel and its rules.
+    listing = _list(root, "")
+    if isinstance(listing, str):
+        yield _Candidate(root, ".", None, None, listing)
+        return
+    stack = [(iter(listing), "", _levels((), root, "", listing))]
+    while stack:
+        entries, base, levels = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        name = entry.name
+        if name.startswith(".") or name in SKIPPED_NAMES:
+            continue
+        rel = f"{base}/{name}" if base else name
+        if _is_dir(entry):
+            if is_ignored(levels, rel, is_dir=True):
+                continue
+            path = Path(entry.path)
+            sub = _list(path, rel)
+            if isinstance(sub, str):
+                yield _Candidate(path, rel, None, None, sub)
+                continue
+            stack.append((iter(sub), rel, _levels(levels, path, rel, sub)))
+            continue
+        kind = _type_of(name)
+        if kind is None or is_ignored(levels, rel, is_dir=False):
+            continue
+        yield _Candidate(Path(entry.path), rel, kind, entry)
+
+
+def _list(folder: Path, rel: str) -> list[os.DirEntry[str]] | str:
+    """A folder's entries sorted by name, or the reason it cannot be listed."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        logger.debug("cannot list %s: %s", folder, exc)
+        return f"cannot read folder: {(exc.strerror or str(exc)).lower()}"
+
+
+def _levels(
+    parent: tuple[IgnoreLevel, ...], folder: Path, rel: str, entries: list[os.DirEntry[str]]
+) -> tuple[IgnoreLevel, ...]:
+    names = [e.name for e in entries if e.name in IGNORE_FILES]
+    if not names:
+        return parent
+    level = load_level(folder, rel, names)
+    return parent if level is None else parent + (level,)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _type_of(name: str) -> str | None:
+    return SUPPORTED_EXTENSIONS.get(os.path.splitext(name)[1].lower())
+
+
+def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
+    path, rel = candidate.path, candidate.rel
+    if candidate.error is not None:
+        return Skipped(path, rel, candidate.error, "UNREADABLE")
+    if candidate.type is None:
+        ext = os.path.splitext(path.name)[1] or path.name
+        return Skipped(path, rel, f"unsupported file type '{ext}'", "UNSUPPORTED_TYPE")
+    try:
+        st = candidate.entry.stat() if candidate.entry is not None else path.stat()
+    except FileNotFoundError:
+        return Skipped(path, rel, "broken symbolic link or file vanished", "UNREADABLE")
+    except OSError as exc:
+        return Skipped(
+            path, rel, f"cannot stat: {(exc.strerror or str(exc)).lower()}", "UNREADABLE"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        return Skipped(path, rel, "not a regular file", "UNREADABLE")
+    if st.st_size > max_file_bytes:
+        reason = f"file is {st.st_size} bytes, over learn.max_file_bytes ({max_file_bytes})"
+        return Skipped(path, rel, reason, "CONTENT_TOO_LARGE")
+    if not os.access(path, os.R_OK):
+        return Skipped(path, rel, "permission denied", "UNREADABLE")
+    return FileEntry(path, rel, candidate.type, st.st_size)
+
+
+class FileRejectedError(InvalidArgumentError):
+    """A walked file cannot be learned. ``skip_code`` is the ``Skipped.code`` to report."""
+
+    skip_code: ClassVar[str] = "UNREADABLE"
+
+    def __init__(self, path: Path, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cannot learn {path}: {reason}", hint=hint)
+        self.path = path
+        self.reason = reason
+
+
+class UnreadableFileError(FileRejectedError):
+    """The file could not be read (permissions, I/O error, vanished)."""
+
+    skip_code = "UNREADABLE"
+
+
+class InvalidUtf8Error(FileRejectedError):
+    """A text file is not valid UTF-8."""
+
+    skip_code = "INVALID_UTF8"
+
+
+class BinaryFileError(FileRejectedError):
+    """A text file holds NUL bytes, so it is binary."""
+
+    skip_code = "BINARY_FILE"
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """A walked file's content, ready to split.
+
+    Attributes:
+        entry: The walked file.
+        content: Decoded text for text types; base64 data for ``image/*`` (the form an
+            image section's content takes, SPEC §2).
+    """
+
+    entry: FileEntry
+    content: str
+
+
+def read_text(entry: FileEntry) -> str:
+    """Read a text file as UTF-8, dropping a leading BOM.
+
+    Args:
+        entry: A walked file of a text type.
+
+    Returns:
+        The decoded text.
+
+    Raises:
+        UnreadableFileError: The file cannot be read.
+        BinaryFileError: The file contains a NUL byte.
+        InvalidUtf8Error: The bytes are not UTF-8; the message names the byte offset.
+        All three are ``InvalidArgumentError``s with a ``skip_code``.
+    """
+    return _decode(entry, _read_bytes(entry))
+
+
+def load(entry: FileEntry) -> LoadedFile | Skipped:
+    """Read a walked file, turning every per-file failure into a ``Skipped``.
+
+    This is what a learn loop calls: one bad file is reported and the batch goes on.
+
+    Args:
+        entry: A walked file.
+
+    Returns:
+        The content (text, or base64 for images), or a ``Skipped`` whose ``code`` is
+        ``UNREADABLE``, ``INVALID_UTF8`` or ``BINARY_FILE``.
+    """
+    try:
+        data = _read_bytes(entry)
+        if entry.type.startswith("image/"):
+            return LoadedFile(entry, base64.b64encode(data).decode("ascii"))
+        return LoadedFile(entry, _decode(entry, data))
+    except FileRejectedError as exc:
+        return Skipped(entry.path, entry.rel, exc.reason, exc.skip_code)
+
+
+def _read_bytes(entry: FileEntry) -> bytes:
+    try:
+        return entry.path.read_bytes()
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise UnreadableFileError(entry.path, f"cannot read: {reason}") from None
+
+
+def _decode(entry: FileEntry, data: bytes) -> str:
+    offset = 3 if data.startswith(_BOM) else 0
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise BinaryFileError(
+            entry.path,
+            f"binary content (NUL byte at offset {nul})",
+            hint="only UTF-8 text can be learned from a text file",
+        )
+    try:
+        return data[offset:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidUtf8Error(
+            entry.path,
+            f"not valid UTF-8 (bad byte at offset {exc.start + offset})",
+            hint="convert the file to UTF-8",
+        ) from None
