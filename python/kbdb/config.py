@@ -457,9 +457,10 @@ def _edit(text: str, key: ConfigKey, value: Any, where: str) -> str:
                 new.add(name, item)
             elif not found and isinstance(item, Comment) and commented.match(item.as_string()):
                 found = True
-                new.add(key.name, value)
+                entry = tomlkit.item(value)
                 if key.default is not None:
-                    new[key.name].comment(f"default: {_toml_value(key.default)}")
+                    entry.comment(f"default: {_toml_value(key.default)}")
+                new.add(key.name, entry)
             else:
                 new.append(None, item)
         if found:
