@@ -1,1 +1,115 @@
-//! The lexical index. (to be written)
+//! The lexical index: immutable segments, tombstones and a manifest, scored with BM25F.
+//!
+//! Layout of an index directory (every binary file ends with the `format` footer):
+//!
+//! ```text
+//! meta.toml                     the manifest: generation, watermark, analyzer id, format
+//!                               version, counts, segments and their tombstone files, and a
+//!                               checksum; replaced by atomic rename (see `manifest`)
+//! seg-<id:016x>.seg             an immutable segment (see `segment`)
+//! seg-<id:016x>.<gen:x>.del     its tombstones as of manifest generation <gen> (see `tombstone`)
+//! ```
+//!
+//! Invariants: a file is never modified after it is published; a manifest only names files
+//! that were durably written before it; files no longer named by the newest manifest are
+//! deleted after it is published (best effort), so a reader that finds a file gone re-reads
+//! the manifest. Corpus statistics are summed over all segments, tombstoned docs included
+//! until a merge drops them (Lucene's semantics), so scores do not depend on segmentation.
+//!
+//! Modules: `codec` (varints), `postings`, `termdict`, `segment` (file format), `writer`
+//! (in-memory build), `tombstone`, `manifest`, `merge` (policy and merger), `bm25f`
+//! (scoring), `query` (matching), `topk`, `index` (the public [`Index`]).
+
+mod bm25f;
+mod codec;
+mod index;
+mod manifest;
+mod merge;
+pub mod postings;
+mod query;
+mod segment;
+mod termdict;
+mod tombstone;
+pub mod topk;
+mod writer;
+
+pub use bm25f::Bm25fParams;
+pub use index::{Contribution, Hits, Index, LoadedSegment, Snapshot};
+pub use manifest::{Manifest, SegmentMeta};
+pub use query::{Clause, Query};
+pub use segment::{SegmentReader, SegmentSerializer};
+pub use tombstone::Tombstones;
+pub use writer::build_segment;
+
+use crate::error::{Error, Result};
+
+/// A document's ordinal inside one segment.
+pub type DocOrd = u32;
+/// A BM25F score.
+pub type Score = f32;
+/// A section id: 16 bytes, written as 32 lower-case hex characters.
+pub type Kbid = [u8; 16];
+
+/// Fields per section: heading, body, code.
+pub const FIELD_COUNT: usize = 3;
+pub const FIELD_HEADING: u8 = 1;
+pub const FIELD_BODY: u8 = 2;
+pub const FIELD_CODE: u8 = 4;
+/// Field names in field order, as `explain` reports them.
+pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code"];
+
+/// Format versions; bump on any byte-layout change.
+pub const SEGMENT_FORMAT_VERSION: u32 = 1;
+pub const TOMBSTONE_FORMAT_VERSION: u32 = 1;
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// A section to index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doc {
+    pub kbid: Kbid,
+    /// heading, body, code
+    pub fields: [String; FIELD_COUNT],
+}
+
+/// Parses 32 lower-case hex characters.
+pub fn parse_kbid(s: &str) -> Result<Kbid> {
+    let bad = || Error::InvalidArgument(format!("kbid '{s}' is not 32 lower-case hex characters"));
+    let b = s.as_bytes();
+    if b.len() != 32 {
+        return Err(bad());
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 16];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = (nibble(b[2 * i]).ok_or_else(bad)? << 4) | nibble(b[2 * i + 1]).ok_or_else(bad)?;
+    }
+    Ok(out)
+}
+
+pub fn format_kbid(k: &Kbid) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(32);
+    for &b in k {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kbid_round_trip() {
+        let s = "0123456789abcdef0123456789abcdef";
+        assert_eq!(format_kbid(&parse_kbid(s).unwrap()), s);
+        assert!(parse_kbid("0123456789ABCDEF0123456789abcdef").is_err());
+        assert!(parse_kbid("abc").is_err());
+        assert!(parse_kbid("é123456789abcdef0123456789abcde").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! BM25F scoring (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and
+//! Beyond", Foundations and Trends in IR 3(4), 2009, §3.5 and eq. 3.19–3.20).
+//!
+//! Per query term t and document d, the fields' term frequencies are length-normalized
+//! and weighted before the single saturation:
+//!
+//! ```text
+//! tf̃(t,d)  = Σ_f w_f · tf_f(t,d) / (1 − b_f + b_f · len_f(d) / avglen_f)
+//! score    = idf(t) · tf̃ / (k1 + tf̃)
+//! idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! ```
+//!
+//! N, df and avglen_f are corpus-wide ([`CorpusStats`]): summed over all segments with
+//! tombstoned docs included until a merge drops them, as Lucene does. A field that is empty
+//! in the whole corpus (avglen 0) is normalized by 1. The per-doc factors
+//! `w_f / norm_f` are computed once per document ([`FieldNorms`]) and shared by all terms.
+
+use super::{Score, FIELD_COUNT};
+use crate::error::{Error, Result};
+
+/// BM25F parameters: saturation `k1`, per-field length normalization `b` and weights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25fParams {
+    pub k1: f32,
+    pub b: [f32; FIELD_COUNT],
+    pub weights: [f32; FIELD_COUNT],
+}
+
+impl Default for Bm25fParams {
+    fn default() -> Self {
+        Bm25fParams { k1: 1.2, b: [0.75; FIELD_COUNT], weights: [2.0, 1.0, 1.0] }
+    }
+}
+
+impl Bm25fParams {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.k1.is_finite() && self.k1 >= 0.0) {
+            return Err(Error::InvalidArgument(format!("k1 must be >= 0, got {}", self.k1)));
+        }
+        for f in 0..FIELD_COUNT {
+            let b = self.b[f];
+            if !(0.0..=1.0).contains(&b) {
+                return Err(Error::InvalidArgument(format!("b must be in [0, 1], got {b}")));
+            }
+            let w = self.weights[f];
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(Error::InvalidArgument(format!("field weight must be >= 0, got {w}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Corpus-wide statistics of one snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CorpusStats {
+    /// Documents, tombstoned ones included.
+    pub docs: u64,
+    /// Sum of field lengths over those documents.
+    pub field_totals: [u64; FIELD_COUNT],
+}
+
+impl CorpusStats {
+    pub fn idf(&self, df: u64) -> Score {
+        let n = self.docs as f64;
+        let df = df as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln() as Score
+    }
+
+    pub fn avg_lens(&self) -> [f64; FIELD_COUNT] {
+        let n = self.docs.max(1) as f64;
+        self.field_totals.map(|t| t as f64 / n)
+    }
+}
+
+/// Per-snapshot constants of the length normalization.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldNorms {
+    k1: Score,
+    weights: [Score; FIELD_COUNT],
+    /// `1 − b_f` (or 1 when the field is empty corpus-wide).
+    base: [Score; FIELD_COUNT],
+    /// `b_f / avglen_f` (or 0).
+    slope: [Score; FIELD_COUNT],
+}
+
+impl FieldNorms {
+    pub fn new(params: &Bm25fParams, stats: &CorpusStats) -> Self {
+        let avg = stats.avg_lens();
+        let mut base = [1.0; FIELD_COUNT];
+        let mut slope = [0.0; FIELD_COUNT];
+        for f in 0..FIELD_COUNT {
+            if avg[f] > 0.0 {
+                base[f] = 1.0 - params.b[f];
+                slope[f] = (f64::from(params.b[f]) / avg[f]) as Score;
+            }
+        }
+        FieldNorms { k1: params.k1, weights: params.weights, base, slope }
+    }
+
+    /// `w_f / norm_f(d)` for a document with these field lengths.
+    #[inline]
+    pub fn doc_factors(&self, lens: [u32; FIELD_COUNT]) -> [Score; FIELD_COUNT] {
+        let mut out = [0.0; FIELD_COUNT];
+        for f in 0..FIELD_COUNT {
+            let norm = self.base[f] + self.slope[f] * lens[f] as Score;
+            out[f] = if norm > 0.0 { self.weights[f] / norm } else { 0.0 };
+        }
+        out
+    }
+
+    /// The saturated score of one term in one doc, and its pseudo-frequency tf̃.
+    #[inline]
+    pub fn score(&self, idf: Score, tfs: [u32; FIELD_COUNT], factors: [Score; FIELD_COUNT]) -> Score {
+        let tf = pseudo_tf(tfs, factors);
+        if tf > 0.0 {
+            idf * tf / (self.k1 + tf)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// tf̃ = Σ_f tf_f · w_f / norm_f.
+#[inline]
+pub fn pseudo_tf(tfs: [u32; FIELD_COUNT], factors: [Score; FIELD_COUNT]) -> Score {
+    let mut t = 0.0;
+    for f in 0..FIELD_COUNT {
+        t += tfs[f] as Score * factors[f];
+    }
+    t
+}
+
+/// Splits a term's score over fields in proportion to each field's share of tf̃.
+pub fn field_shares(
+    score: Score,
+    tfs: [u32; FIELD_COUNT],
+    factors: [Score; FIELD_COUNT],
+) -> [Score; FIELD_COUNT] {
+    let total = pseudo_tf(tfs, factors);
+    let mut out = [0.0; FIELD_COUNT];
+    if total > 0.0 {
+        for f in 0..FIELD_COUNT {
+            out[f] = score * tfs[f] as Score * factors[f] / total;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_formula() {
+        let params = Bm25fParams::default();
+        let stats = CorpusStats { docs: 10, field_totals: [20, 100, 0] };
+        let norms = FieldNorms::new(&params, &stats);
+        let f = norms.doc_factors([1, 20, 0]);
+        let s = norms.score(stats.idf(3), [1, 2, 0], f);
+        let tf = 2.0 * 1.0 / (0.25 + 0.75 * 1.0 / 2.0) + 2.0 / (0.25 + 0.75 * 20.0 / 10.0);
+        let idf = (1.0f64 + (10.0 - 3.0 + 0.5) / 3.5).ln();
+        let want = idf * tf / (1.2 + tf);
+        assert!((f64::from(s) - want).abs() < 1e-5, "{s} vs {want}");
+        let shares = field_shares(s, [1, 2, 0], f);
+        assert!((shares.iter().sum::<f32>() - s).abs() < 1e-5);
+        assert!(params.validate().is_ok());
+        assert!(Bm25fParams { k1: -1.0, ..params }.validate().is_err());
+    }
+}

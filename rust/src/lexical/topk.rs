@@ -1,0 +1,92 @@
+//! Top-k selection with a bounded min-heap: O(n log k) and no allocation after the first
+//! `k` pushes.
+//!
+//! Order: higher score first; ties by smaller key (kbid), so results do not depend on how
+//! the index is segmented. NaN scores never enter (the scorer cannot produce them).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::Score;
+
+/// A scored item; `Ord` puts the *better* item *first* (smaller).
+#[derive(Debug, Clone, Copy)]
+pub struct Scored<K> {
+    pub score: Score,
+    pub key: K,
+}
+
+impl<K: Ord> PartialEq for Scored<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl<K: Ord> Eq for Scored<K> {}
+impl<K: Ord> PartialOrd for Scored<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K: Ord> Ord for Scored<K> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.score.total_cmp(&self.score).then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+/// Keeps the best `k` items pushed.
+pub struct TopK<K: Ord> {
+    k: usize,
+    heap: BinaryHeap<Scored<K>>,
+}
+
+impl<K: Ord> TopK<K> {
+    pub fn new(k: usize) -> Self {
+        TopK { k, heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1) }
+    }
+
+    /// Whether an item with this score could enter (cheap pre-check before building a key).
+    #[inline]
+    pub fn would_accept(&self, score: Score) -> bool {
+        self.k > 0 && (self.heap.len() < self.k || self.heap.peek().is_some_and(|w| score >= w.score))
+    }
+
+    #[inline]
+    pub fn push(&mut self, item: Scored<K>) {
+        if self.k == 0 {
+            return;
+        }
+        if self.heap.len() < self.k {
+            self.heap.push(item);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if item < *worst {
+                *worst = item;
+            }
+        }
+    }
+
+    pub fn extend(&mut self, other: TopK<K>) {
+        for item in other.heap {
+            self.push(item);
+        }
+    }
+
+    /// Best first.
+    pub fn into_sorted(self) -> Vec<Scored<K>> {
+        self.heap.into_sorted_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_best_and_breaks_ties_by_key() {
+        let mut t = TopK::new(3);
+        for (s, k) in [(1.0, 5), (3.0, 1), (2.0, 9), (2.0, 2), (0.5, 0), (3.0, 0)] {
+            t.push(Scored { score: s, key: k });
+        }
+        let got: Vec<_> = t.into_sorted().iter().map(|x| (x.score, x.key)).collect();
+        assert_eq!(got, vec![(3.0, 0), (3.0, 1), (2.0, 2)]);
+    }
+}
