@@ -91,9 +91,9 @@ MD_LINES = st.sampled_from(
         "***", "---\ttrailing", "  ```  ", "\t# tab",
     ]
 )  # fmt: skip
-MD_TEXT = st.lists(
-    st.one_of(MD_LINES, st.text(max_size=12)), max_size=40
-).flatmap(lambda lines: st.sampled_from(["\n", "\r\n", "\r"]).map(lambda nl: nl.join(lines)))
+MD_TEXT = st.lists(st.one_of(MD_LINES, st.text(max_size=12)), max_size=40).flatmap(
+    lambda lines: st.sampled_from(["\n", "\r\n", "\r"]).map(lambda nl: nl.join(lines))
+)
 FRONT = st.builds(
     lambda yaml_lines, rest, end: "---\n" + "\n".join(yaml_lines) + f"\n{end}\n" + rest,
     st.lists(
