@@ -104,9 +104,11 @@ def main() -> int:
     verdict = "meets" if kb_ndcg >= GOAL_NDCG else "BELOW"
     print(f"kbdb lexical nDCG@10 {kb_ndcg:.3f} {verdict} the goal {GOAL_NDCG}")
 
+    sp = report.params["search"]
+    bm25 = f"k1={sp['k1']} b={sp['b_body']} w_heading={sp['w_heading']}"
     headline = [
         {
-            "what": "SciFact nDCG@10 (lexical)",
+            "what": f"SciFact nDCG@10 (lexical, {bm25})",
             "kbdb": f"{kb_ndcg:.3f}",
             "peers": ", ".join(
                 f"{s['system']} {s['ndcg@10']:.3f}"
