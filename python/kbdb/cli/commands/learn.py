@@ -1,0 +1,117 @@
+"""``kbdb learn PATHS... | -``: files, folders (recursive) or stdin (SPEC §3)."""
+
+from __future__ import annotations
+
+import base64
+import sys
+
+import click
+
+from kbdb.cli.options import global_options, split_list, state
+from kbdb.cli.render import emit_json, learn_progress, render_learn
+from kbdb.errors import InvalidArgumentError
+
+STDIN_DOCID = "stdin"
+_STDIN_ONLY = ("title", "type", "description", "section_type", "replace")
+
+
+def _read_stdin(mime: str) -> str:
+    """stdin as the ``content`` the API expects: text, or base64 for ``image/*``."""
+    data = sys.stdin.buffer.read()
+    if mime.startswith("image/"):
+        return base64.b64encode(data).decode("ascii")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(
+            f"stdin is not valid UTF-8 (at byte {exc.start})",
+            hint="pipe UTF-8 text, or give --type image/... for image bytes",
+        ) from None
+
+
+@click.command(short_help="Learn files, folders or stdin (-).")
+@click.argument("paths", nargs=-1, required=True, metavar="PATHS... | -")
+@click.option(
+    "--tags",
+    multiple=True,
+    callback=split_list,
+    metavar="A,B",
+    help="Tag every learned section (comma-separated, repeatable).",
+)
+@click.option(
+    "--docid",
+    metavar="ID",
+    help="Document id. Default: a file's path relative to the folder learned, "
+    "or 'stdin'. With a folder, ID becomes a prefix: ID/relative/path.",
+)
+@click.option("--title", help="stdin only: the document's title (required for images).")
+@click.option(
+    "--type",
+    "mime",
+    metavar="MIME",
+    help="stdin only: text/markdown (default), text/plain, text/html, application/json or image/*.",
+)
+@click.option("--description", help="stdin only: a description of the content.")
+@click.option(
+    "--section-type",
+    metavar="KIND",
+    help="stdin only: fact, decision, correction, procedure, reference, note, ...",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="stdin only: supersede earlier sections with the same source key.",
+)
+@global_options
+def learn(
+    paths: tuple[str, ...],
+    tags: tuple[str, ...],
+    docid: str | None,
+    title: str | None,
+    mime: str | None,
+    description: str | None,
+    section_type: str | None,
+    replace: bool,
+) -> int:
+    """Learn files and folders (recursively), or stdin with '-'.
+
+    Markdown, text, HTML, JSON and images. Re-learning a file replaces its earlier version.
+    A bad file is reported on stderr and skipped, the rest goes on, and the exit code is 1.
+    """
+    st = state()
+    stdin = "-" in paths
+    if stdin and len(paths) > 1:
+        raise click.UsageError("'-' (stdin) cannot be mixed with paths")
+    given = {
+        "title": title,
+        "type": mime,
+        "description": description,
+        "section_type": section_type,
+        "replace": replace or None,
+    }
+    if not stdin and any(given[k] is not None for k in _STDIN_ONLY):
+        used = ", ".join("--" + k.replace("_", "-") for k in _STDIN_ONLY if given[k] is not None)
+        raise click.UsageError(f"{used} only apply to stdin ('-'); files carry their own")
+    with st.open() as kb:
+        if stdin:
+            content_type = mime or "text/markdown"
+            report = kb.learn(
+                _read_stdin(content_type),
+                type=content_type,
+                title=title,
+                description=description,
+                docid=docid or STDIN_DOCID,
+                tags=tags,
+                replace=replace,
+                section_type=section_type,
+            )
+        else:
+            with learn_progress(st.interactive) as progress:
+                report = kb.learn_path(*paths, tags=tags, docid=docid, progress=progress)
+    if st.json:
+        emit_json(report.to_dict())
+    elif not st.quiet:
+        render_learn(report)
+    for skipped in report.files_skipped:
+        click.echo(f"kbdb: skipped {skipped.path}: {skipped.reason} ({skipped.code})", err=True)
+    return 1 if report.files_skipped else 0

@@ -1,0 +1,101 @@
+"""``kbdb search QUERY``: ranked search (SPEC §4).
+
+Cold start matters here: a lexical search imports the facade (and through it the Rust
+engine) and nothing else heavy. ``rich`` is loaded only to draw the table, never for
+``--json``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kbdb.cli.options import ShortHelpCommand, global_options, split_list, state
+from kbdb.cli.render import emit_json, render_search
+
+MODES = ("lexical", "vector", "hybrid")
+MAX_LIMIT = 100
+
+
+@click.command(cls=ShortHelpCommand, advanced=("mode",), short_help="Ranked search.")
+@click.argument("query", nargs=-1, required=True)
+@click.option(
+    "--mode",
+    "--algo",
+    "mode",
+    type=click.Choice(MODES),
+    default="lexical",
+    show_default=True,
+    help="lexical (BM25F), vector (cosine) or hybrid (RRF of both). vector and hybrid "
+    "need an embedding provider ([embedding] in worker.toml).",
+)
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(1, MAX_LIMIT),
+    metavar="N",
+    help="Results per page, 1-100 (default: search.default_limit, 10).",
+)
+@click.option(
+    "--offset",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Skip the first N results (paging).",
+)
+@click.option(
+    "--tags",
+    multiple=True,
+    callback=split_list,
+    metavar="A,B",
+    help="Only sections that have all these tags.",
+)
+@click.option("--docid", metavar="ID", help="Only sections of this document.")
+@click.option("--type", "mime", metavar="MIME", help="Only sections of this MIME type.")
+@click.option(
+    "--section-type",
+    metavar="KIND",
+    help="Only sections of this kind (fact, decision, note, skill, ...).",
+)
+@click.option(
+    "--content", "with_content", is_flag=True, help="Include each section's full content."
+)
+@click.option("--explain", is_flag=True, help="Include each result's score breakdown.")
+@global_options
+def search(
+    query: tuple[str, ...],
+    mode: str,
+    limit: int | None,
+    offset: int,
+    tags: tuple[str, ...],
+    docid: str | None,
+    mime: str | None,
+    section_type: str | None,
+    with_content: bool,
+    explain: bool,
+) -> int:
+    """Search the knowledge base; the words of QUERY are joined with spaces.
+
+    Every word must match (or one of its synonyms); when nothing does, the search relaxes
+    to any word and says so. Quote phrases for adjacency: 'kbdb search "connection pool"'
+    matches the two words side by side. No hits is not an error (exit 0).
+    """
+    text = " ".join(query)
+    st = state()
+    with st.open() as kb:
+        res = kb.search(
+            text,
+            mode=mode,
+            limit=limit,
+            offset=offset,
+            tags=tags or None,
+            docid=docid,
+            type=mime,
+            section_type=section_type,
+            content=with_content,
+            explain=explain,
+        )
+    if st.json:
+        emit_json(res.to_dict())
+    else:
+        render_search(res, text, show_content=with_content)
+    return 0

@@ -1,0 +1,298 @@
+"""Turning result objects into output: JSON, rich tables, highlighted snippets, progress.
+
+``rich`` is imported inside the functions that draw, never at module import: ``--json`` and
+error paths do not load it at all. Results go to stdout; progress, warnings and errors go to
+stderr, so that ``kbdb search x > out`` captures only results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from kbdb.learn import LearnProgress
+    from kbdb.types import LearnReport, RecallResult, SearchItem, SearchResult, Stats
+
+MATCH_STYLE = "bold yellow"
+KBID_WIDTH = 32
+# Highlighting guesses the engine's stemming: a word matches a term when it starts with the
+# term minus up to _SUFFIX trailing letters, keeping at least _MIN_STEM ("pooling" → "pool").
+_MIN_STEM = 4
+_SUFFIX = 3
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` (a ``to_dict()``) exactly, as indented UTF-8 JSON."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def print_error(text: str, payload: dict[str, Any] | None) -> None:
+    """``kbdb: <text>`` on stderr; under ``--json`` also ``payload`` on stdout."""
+    click.echo(f"kbdb: {text}", err=True)
+    if payload is not None:
+        emit_json(payload)
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; colors only on a terminal (rich decides, NO_COLOR is honoured)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def _is_cjk(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def match_spans(text: str, terms: Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of ``text`` to highlight for the matched query ``terms``.
+
+    The engine stems, so a term matches any word that starts with its stem-ish prefix
+    (``pooling`` lights up ``pool`` and ``pools``). CJK terms match as plain substrings.
+    """
+    spans: list[tuple[int, int]] = []
+    for term in terms:
+        word = term.strip().lower()
+        if not word:
+            continue
+        if any(_is_cjk(ch) for ch in word):
+            pattern = re.escape(word)
+        else:
+            stem = word[: max(_MIN_STEM, len(word) - _SUFFIX)]
+            pattern = rf"(?<!\w){re.escape(stem)}\w*"
+        spans += [(m.start(), m.end()) for m in re.finditer(pattern, text, re.IGNORECASE)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def highlight(text: str, terms: Sequence[str]) -> Text:
+    """``text`` as rich Text with the matched terms styled (no markup is interpreted)."""
+    from rich.text import Text
+
+    out = Text(text)
+    for start, end in match_spans(text, terms):
+        out.stylize(MATCH_STYLE, start, end)
+    return out
+
+
+def _section_cell(item: SearchItem, *, with_heading: bool = True) -> Text:
+    from rich.text import Text
+
+    cell = Text()
+    if with_heading:
+        cell.append(item.heading or "(no heading)", style="bold" if item.heading else "dim")
+        cell.append("\n")
+    cell.append(item.kbid, style="dim")
+    if item.docids:
+        cell.append("\n" + ", ".join(item.docids), style="cyan")
+    if item.tags:
+        cell.append("  " + " ".join(f"#{t}" for t in item.tags), style="magenta")
+    if item.section_type != "section":
+        cell.append(f"  [{item.section_type}]", style="green")
+    return cell
+
+
+def render_search(res: SearchResult, query: str, *, show_content: bool) -> None:
+    """A table of hits with highlighted snippets, then a one-line summary."""
+    from rich import box
+    from rich.rule import Rule
+    from rich.table import Table
+
+    out = console()
+    if res.vector_index_stale:
+        click.echo(
+            "kbdb: the vector index is stale, lexical results only (run 'kbdb rebuild')", err=True
+        )
+    if not res.items:
+        out.print(
+            f"No results for {json.dumps(query, ensure_ascii=False)} ({res.retrieval_verdict}).",
+            markup=False,
+        )
+        return
+    if show_content:
+        for n, item in enumerate(res.items, res.offset + 1):
+            out.print(Rule(f"{n}. {item.heading or '(no heading)'}", align="left"))
+            out.print(_section_cell(item, with_heading=False))
+            out.print(highlight(item.content or "", item.matched_terms))
+    else:
+        table = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, show_edge=False)
+        table.add_column("#", justify="right", style="dim", no_wrap=True)
+        table.add_column("section", width=KBID_WIDTH, overflow="fold")
+        table.add_column("snippet", ratio=1)
+        table.add_column("score", justify="right", no_wrap=True)
+        for n, item in enumerate(res.items, res.offset + 1):
+            score = f"{item.score:.2f}\n{item.confidence:.0%}" + (
+                "\nrelaxed" if item.relaxed else ""
+            )
+            table.add_row(
+                str(n), _section_cell(item), highlight(item.snippet, item.matched_terms), score
+            )
+        out.print(table)
+    for n, item in enumerate(res.items, res.offset + 1):
+        if item.explain is not None:
+            out.print(f"explain #{n} {item.kbid}:", style="dim", markup=False)
+            out.print(json.dumps(item.explain, ensure_ascii=False, indent=2), markup=False)
+    out.print(_summary(res), style="dim", markup=False)
+
+
+def _summary(res: SearchResult) -> str:
+    first, last = res.offset + 1, res.offset + len(res.items)
+    parts = [f"{first}-{last} of {res.total}", f"mode {res.search_mode}"]
+    if res.retrieval_method != res.search_mode:
+        parts.append(f"retrieved {res.retrieval_method}")
+    parts.append(res.retrieval_verdict)
+    if res.relaxed:
+        parts.append("relaxed: not every term matched")
+    if res.has_more:
+        parts.append(f"next page: --offset {last}")
+    return " · ".join(parts)
+
+
+def render_recall(res: RecallResult) -> None:
+    """Each section: a rule with its heading, its fields, then its content."""
+    from rich.rule import Rule
+    from rich.text import Text
+
+    out = console()
+    for s in res.sections:
+        out.print(Rule(s.heading or "(no heading)", align="left"))
+        meta = Text(s.kbid, style="dim")
+        meta.append(f"  level {s.level}  {s.type}  {s.section_type}", style="dim")
+        if s.title:
+            meta.append(f"\ntitle: {s.title}")
+        if s.description:
+            meta.append(f"\ndescription: {s.description}")
+        if s.docids:
+            meta.append("\ndocids: " + ", ".join(s.docids), style="cyan")
+        if s.tags:
+            meta.append("\ntags: " + ", ".join(s.tags), style="magenta")
+        meta.append(f"\ncreated {s.created_at}", style="dim")
+        if s.retired:
+            meta.append(f"\nretired {s.retired_at}", style="red")
+            if s.superseded_by:
+                meta.append(f", superseded by {s.superseded_by}", style="red")
+        out.print(meta)
+        out.print()
+        if s.type.startswith("image/"):
+            out.print(
+                f"[{s.type}, {len(s.content)} characters of base64; use --json for the data]",
+                style="dim",
+                markup=False,
+            )
+        else:
+            out.print(Text(s.content.strip("\n")))
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` → ``1.5 KiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover - the loop always returns
+
+
+def render_stats(st: Stats) -> None:
+    """Two columns: what and how much."""
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    rows: list[tuple[str, Any]] = [
+        ("knowledge base", st.path),
+        ("documents", st.documents),
+        ("sections", f"{st.sections} ({st.live_sections} live, {st.retired_sections} retired)"),
+        ("tags", st.tags),
+        ("database", human_bytes(st.db_bytes)),
+        (
+            "indexes",
+            f"{human_bytes(st.index_bytes)} in {st.index_segments} segment(s), "
+            f"generation {st.index_generation}",
+        ),
+        ("analyzer", st.analyzer),
+        (
+            "embedding",
+            st.embedding_provider + (f" ({st.embedding_model})" if st.embedding_model else ""),
+        ),
+        ("vectors stale", "yes" if st.vector_index_stale else "no"),
+    ]
+    rows += [(k, v) for k, v in st.extra.items()]
+    for key, value in rows:
+        table.add_row(key, str(value))
+    console().print(table)
+
+
+def render_learn(report: LearnReport) -> None:
+    """One summary line, then any per-section warnings and near duplicates."""
+    r = report
+    click.echo(
+        f"learned {r.documents_added} new, {r.documents_updated} updated, "
+        f"{r.documents_unchanged} unchanged document(s): {r.sections_added} section(s) added, "
+        f"{r.sections_unchanged} unchanged, {r.sections_retired} retired"
+        f" in {r.elapsed_ms / 1000:.2f} s"
+        + (f"; {len(r.files_skipped)} file(s) skipped" if r.files_skipped else "")
+    )
+    for s in r.sections:
+        name = f"{s.kbid} ({s.heading})" if s.heading else s.kbid
+        for w in s.warnings:
+            click.echo(f"warning: {w}: {name}")
+        for d in s.near_duplicates:
+            click.echo(f"near duplicate: {name} ~ {d.kbid} ({d.similarity:.2f})")
+        if s.vector_embedding_failed:
+            click.echo(f"warning: embedding failed, lexical only until 'kbdb rebuild': {name}")
+
+
+@contextmanager
+def learn_progress(enabled: bool) -> Iterator[Any]:
+    """A progress callback for ``learn_path``: a bar with files/s and time left on stderr when
+    ``enabled`` (a terminal, no --quiet/--json), else None (no counting pass either)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("learning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} files/s"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[sections]} sections", style="dim"),
+    )
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("learn", total=None, rate="-", sections=0)
+
+        def update(p: LearnProgress) -> None:
+            speed = bar.tasks[0].speed
+            bar.update(
+                task,
+                completed=p.files_done,
+                total=p.files_total,
+                sections=p.sections,
+                rate=f"{speed:.0f}" if speed else "-",
+            )
+
+        yield update
