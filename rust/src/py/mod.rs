@@ -1,8 +1,25 @@
-//! The only PyO3 code: the `kbdb._core` module. (to be written)
+//! The only PyO3 code: the `kbdb._core` module (contract: `python/kbdb/_core.pyi`).
+//!
+//! The binding layer is thin: arguments are converted to owned Rust values, the GIL is
+//! released for the work (`py.detach`), and results are converted once. Errors become
+//! Python exceptions in `errors` and nowhere else.
+
+mod analyzer;
+mod errors;
+mod index;
+
 use pyo3::prelude::*;
+
+use crate::lexical::{FIELD_BODY, FIELD_CODE, FIELD_HEADING};
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("FIELD_HEADING", FIELD_HEADING)?;
+    m.add("FIELD_BODY", FIELD_BODY)?;
+    m.add("FIELD_CODE", FIELD_CODE)?;
+    m.add_class::<analyzer::PyAnalyzer>()?;
+    m.add_class::<index::PyIndex>()?;
+    m.add_class::<index::PyHits>()?;
     Ok(())
 }

@@ -1,0 +1,87 @@
+//! `kbdb._core.Analyzer`: the text pipeline exposed for ingest (term counts, snippets) and
+//! query parsing. Offsets cross the boundary as Python `str` (char) indices.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::text::Analyzer;
+
+#[pyclass(frozen, name = "Analyzer", module = "kbdb._core")]
+pub struct PyAnalyzer {
+    inner: Arc<Analyzer>,
+}
+
+/// Maps byte offsets of `text` to char offsets; the identity for ASCII text.
+struct CharOffsets(Option<Vec<u32>>);
+
+impl CharOffsets {
+    fn new(text: &str) -> Self {
+        if text.is_ascii() {
+            return CharOffsets(None);
+        }
+        let mut map = vec![0u32; text.len() + 1];
+        let mut chars = 0u32;
+        for (b, c) in text.char_indices() {
+            for slot in &mut map[b..b + c.len_utf8()] {
+                *slot = chars;
+            }
+            chars += 1;
+        }
+        map[text.len()] = chars;
+        CharOffsets(Some(map))
+    }
+
+    fn get(&self, byte: usize) -> usize {
+        match &self.0 {
+            None => byte,
+            Some(m) => m.get(byte).copied().unwrap_or_else(|| m.last().copied().unwrap_or(0)) as usize,
+        }
+    }
+}
+
+#[pymethods]
+impl PyAnalyzer {
+    #[new]
+    fn new() -> Self {
+        PyAnalyzer { inner: Arc::new(Analyzer::new()) }
+    }
+
+    #[getter]
+    fn id(&self) -> &'static str {
+        self.inner.id()
+    }
+
+    fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
+        py.detach(|| {
+            let mut out = Vec::new();
+            self.inner.analyze(text, |t, _, _, _| out.push(t.to_string()));
+            out
+        })
+    }
+
+    fn tokens(&self, py: Python<'_>, text: &str) -> Vec<(String, u32, usize, usize)> {
+        py.detach(|| {
+            let offsets = CharOffsets::new(text);
+            let mut out = Vec::new();
+            self.inner.analyze(text, |t, pos, start, end| {
+                out.push((t.to_string(), pos, offsets.get(start), offsets.get(end)))
+            });
+            out
+        })
+    }
+
+    fn query_tokens(&self, py: Python<'_>, text: &str) -> Vec<(String, String, u32, bool)> {
+        py.detach(|| {
+            self.inner
+                .analyze_query(text)
+                .into_iter()
+                .map(|q| (q.term, q.surface, q.position, q.optional))
+                .collect()
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Analyzer(id={:?})", self.inner.id())
+    }
+}

@@ -1,0 +1,193 @@
+//! `kbdb._core.Index` and `kbdb._core.Hits`: the lexical index behind a frozen pyclass.
+//! Every call that touches files or scores releases the GIL.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::lexical::{parse_kbid, Bm25fParams, Clause, Doc, Hits, Index, Kbid, Query};
+
+#[pyclass(frozen, name = "Index", module = "kbdb._core")]
+pub struct PyIndex {
+    inner: Arc<Index>,
+}
+
+type Section = (String, String, String, String);
+
+fn to_docs(sections: Vec<Section>) -> Result<Vec<Doc>> {
+    sections
+        .into_iter()
+        .map(|(kbid, heading, body, code)| Ok(Doc { kbid: parse_kbid(&kbid)?, fields: [heading, body, code] }))
+        .collect()
+}
+
+fn to_kbids(kbids: &[String]) -> Result<Vec<Kbid>> {
+    kbids.iter().map(|k| parse_kbid(k)).collect()
+}
+
+#[pymethods]
+impl PyIndex {
+    #[staticmethod]
+    #[pyo3(signature = (path, *, create = false))]
+    fn open(py: Python<'_>, path: PathBuf, create: bool) -> PyResult<PyIndex> {
+        let index = py.detach(|| Index::open(&path, create))?;
+        Ok(PyIndex { inner: Arc::new(index) })
+    }
+
+    fn reload(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(py.detach(|| self.inner.reload())?)
+    }
+
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+
+    #[getter]
+    fn watermark(&self) -> u64 {
+        self.inner.watermark()
+    }
+
+    #[getter]
+    fn analyzer_id(&self) -> String {
+        self.inner.analyzer_id()
+    }
+
+    #[getter]
+    fn doc_count(&self) -> u64 {
+        self.inner.doc_count()
+    }
+
+    #[getter]
+    fn segment_count(&self) -> usize {
+        self.inner.segment_count()
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+
+    #[pyo3(signature = (adds, deletes, *, watermark))]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        adds: Vec<Section>,
+        deletes: Vec<String>,
+        watermark: u64,
+    ) -> PyResult<Vec<u32>> {
+        Ok(py.detach(|| {
+            let docs = to_docs(adds)?;
+            let deletes = to_kbids(&deletes)?;
+            self.inner.commit(&docs, &deletes, watermark)
+        })?)
+    }
+
+    #[pyo3(signature = (docs, *, watermark))]
+    fn rebuild(&self, py: Python<'_>, docs: Vec<Section>, watermark: u64) -> PyResult<Vec<u32>> {
+        Ok(py.detach(|| self.inner.rebuild(&to_docs(docs)?, watermark))?)
+    }
+
+    #[pyo3(signature = (*, force = false))]
+    fn merge(&self, py: Python<'_>, force: bool) -> PyResult<usize> {
+        Ok(py.detach(|| self.inner.merge(force))?)
+    }
+
+    fn verify(&self, py: Python<'_>) -> Vec<String> {
+        py.detach(|| self.inner.verify())
+    }
+
+    #[pyo3(signature = (
+        clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
+        k1 = 1.2, b = (0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0), explain = false
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn search(
+        &self,
+        py: Python<'_>,
+        clauses: Vec<(Vec<(String, f32)>, bool)>,
+        phrases: Vec<Vec<(String, i64)>>,
+        require_all: bool,
+        limit: i64,
+        allow: Option<Vec<String>>,
+        k1: f32,
+        b: (f32, f32, f32),
+        weights: (f32, f32, f32),
+        explain: bool,
+    ) -> PyResult<PyHits> {
+        let hits = py.detach(|| {
+            let limit = usize::try_from(limit)
+                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
+            let q = Query {
+                clauses: clauses
+                    .into_iter()
+                    .map(|(alternatives, required)| Clause { alternatives, required })
+                    .collect(),
+                phrases,
+                require_all,
+                limit,
+                allow: allow.as_deref().map(to_kbids).transpose()?,
+                params: Bm25fParams { k1, b: [b.0, b.1, b.2], weights: [weights.0, weights.1, weights.2] },
+                explain,
+            };
+            self.inner.search(&q)
+        })?;
+        Ok(PyHits { hits })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Index(path={:?}, generation={}, doc_count={}, segments={})",
+            self.inner.dir().display().to_string(),
+            self.inner.generation(),
+            self.inner.doc_count(),
+            self.inner.segment_count()
+        )
+    }
+}
+
+#[pyclass(frozen, name = "Hits", module = "kbdb._core")]
+pub struct PyHits {
+    hits: Hits,
+}
+
+#[pymethods]
+impl PyHits {
+    #[getter]
+    fn kbids(&self) -> Vec<String> {
+        self.hits.kbids.clone()
+    }
+
+    #[getter]
+    fn scores(&self) -> Vec<f32> {
+        self.hits.scores.clone()
+    }
+
+    #[getter]
+    fn matched(&self) -> Vec<Vec<u32>> {
+        self.hits.matched.iter().map(|m| m.iter().map(|&b| u32::from(b)).collect()).collect()
+    }
+
+    #[getter]
+    fn total(&self) -> u64 {
+        self.hits.total
+    }
+
+    #[getter]
+    fn explain(&self) -> Option<Vec<Vec<(u32, String, &'static str, f32)>>> {
+        self.hits.explain.as_ref().map(|e| {
+            e.iter()
+                .map(|hit| hit.iter().map(|c| (c.clause, c.term.clone(), c.field, c.score)).collect())
+                .collect()
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.hits.kbids.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Hits(len={}, total={})", self.hits.kbids.len(), self.hits.total)
+    }
+}
