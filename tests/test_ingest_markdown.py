@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from kbdb.ingest import FRONT_MATTER_INVALID, ParsedDocument, split_markdown, split_text
+from kbdb.errors import UnsupportedTypeError
+from kbdb.ingest import (
+    FRONT_MATTER_INVALID,
+    ParsedDocument,
+    split_document,
+    split_markdown,
+    split_text,
+)
 
 
 def shape(doc: ParsedDocument) -> list[tuple[str, int, int | None]]:
@@ -316,3 +323,19 @@ def test_split_text_blank() -> None:
     assert split_text("  \n").sections == ()
     assert len(split_text("", heading="h").sections) == 1
     assert split_text('{"a": 1}').sections[0].content == '{"a": 1}'
+
+
+# --- split_document ---------------------------------------------------------------------
+
+
+def test_split_document_dispatches_on_type() -> None:
+    source = "# A\n<h2>B</h2>\n"
+    assert [s.heading for s in split_document(source, "text/markdown").sections] == ["A"]
+    assert [s.heading for s in split_document(source, "TEXT/HTML; charset=utf-8").sections] == [
+        "",
+        "B",
+    ]
+    for mime in ("text/plain", "text/csv", "application/json"):
+        assert [s.level for s in split_document(source, mime).sections] == [0]
+    with pytest.raises(UnsupportedTypeError):
+        split_document("data", "image/png")

@@ -6,7 +6,7 @@ and ``source_key`` give each section its content address and its logical identit
 """
 
 from kbdb.ingest.kbid import canonical_content, compute_kbid, kbid_hash, source_key
-from kbdb.ingest.markdown import split_html, split_markdown, split_text
+from kbdb.ingest.markdown import split_document, split_html, split_markdown, split_text
 from kbdb.ingest.section import (
     FRONT_MATTER_INVALID,
     HTML_INVALID,
@@ -50,6 +50,7 @@ __all__ = [
     "load",
     "read_text",
     "source_key",
+    "split_document",
     "split_html",
     "split_markdown",
     "split_text",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from kbdb.errors import UnsupportedTypeError
 from kbdb.ingest.htmlsplit import split_html
 from kbdb.ingest.section import (
     FRONT_MATTER_INVALID,
@@ -145,6 +146,34 @@ def split_text(text: str, *, heading: str = "") -> ParsedDocument:
         heading_path=(),
     )
     return ParsedDocument(None, None, (), (section,), ())
+
+
+def split_document(text: str, type: str) -> ParsedDocument:
+    """Split content with the splitter its MIME type calls for (SPEC §3).
+
+    Args:
+        text: The decoded content.
+        type: ``text/markdown``, ``text/html``, another ``text/*`` or
+            ``application/json`` (parameters such as ``; charset=utf-8`` are ignored).
+
+    Returns:
+        The split document.
+
+    Raises:
+        UnsupportedTypeError: For ``image/*`` (an image is one section the caller builds
+            from its base64 data) and any other type.
+    """
+    mime = type.split(";", 1)[0].strip().lower()
+    if mime == "text/markdown":
+        return split_markdown(text)
+    if mime == "text/html":
+        return split_html(text)
+    if mime.startswith("text/") or mime == "application/json":
+        return split_text(text)
+    raise UnsupportedTypeError(
+        f"cannot split content of type {type}",
+        hint="use text/markdown, text/html, another text/* type or application/json",
+    )
 
 
 def _lines(text: str) -> list[str]:
@@ -278,4 +307,11 @@ def _raw_section(heading: str, level: int, lines: list[str]) -> RawSection:
     return RawSection(heading, level, "".join(lines), "".join(body), code)
 
 
-__all__ = ["ParsedDocument", "ParsedSection", "split_html", "split_markdown", "split_text"]
+__all__ = [
+    "ParsedDocument",
+    "ParsedSection",
+    "split_document",
+    "split_html",
+    "split_markdown",
+    "split_text",
+]

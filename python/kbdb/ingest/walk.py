@@ -111,7 +111,7 @@ class _Candidate:
 
 
 def walk(
-    root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    root: str | os.PathLike[str], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 ) -> Iterator[FileEntry | Skipped]:
     """Stream the learnable files under ``root`` (see the module docstring for rules).
 
@@ -132,7 +132,7 @@ def walk(
     return (_inspect(c, max_file_bytes) for c in _candidates(Path(root)))
 
 
-def count_files(root: Path) -> int:
+def count_files(root: str | os.PathLike[str]) -> int:
     """Count what ``walk(root)`` will yield, cheaply (no per-file ``stat``).
 
     Meant for progress bars: it applies the same skipping rules, so unless the tree
