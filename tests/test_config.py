@@ -436,3 +436,22 @@ def test_junk_set_value_only_raises_config_invalid(tmp_path: Path, key: str, val
         assert load_config(path) == cfg
         number = getattr(getattr(cfg, key.split(".")[0]), key.split(".")[1])
         assert not isinstance(number, float) or math.isfinite(number)
+
+
+def test_every_key_is_documented() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(
+        encoding="utf-8"
+    )
+    for key in config_keys():
+        if key.default is None:
+            shown = "unset"
+        elif isinstance(key.default, bool):
+            shown = str(key.default).lower()
+        elif isinstance(key.default, str):
+            shown = f'"{key.default}"'
+        else:
+            shown = str(key.default)
+        assert f"| `{key.name}` | " in doc, key.dotted
+        row = next(line for line in doc.splitlines() if line.startswith(f"| `{key.name}` | "))
+        assert str(shown) in row, key.dotted
+        assert key.allowed in row, key.dotted
