@@ -126,7 +126,9 @@ def test_canonical_content_is_idempotent(content: str) -> None:
 
 
 @given(
-    st.lists(st.text(alphabet=st.characters(exclude_characters="\r\n"), max_size=20)),
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=20)
+    ),
     st.lists(st.sampled_from([" ", "\t", "  "]), min_size=1),
 )
 def test_kbid_ignores_line_endings_and_trailing_spaces(lines: list[str], pads: list[str]) -> None:
