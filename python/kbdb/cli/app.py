@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from kbdb.cli.commands import config as config_cmd
+from kbdb.cli.commands import eval as eval_cmd
 from kbdb.cli.commands import init as init_cmd
 from kbdb.cli.commands import learn as learn_cmd
 from kbdb.cli.commands import read as read_cmd
@@ -91,6 +92,7 @@ cli.add_command(search_cmd.search)
 cli.add_command(read_cmd.recall)
 cli.add_command(read_cmd.stats)
 cli.add_command(config_cmd.config)
+cli.add_command(eval_cmd.eval_, name="eval")
 cli.add_command(init_cmd.db)
 
 

@@ -1,0 +1,42 @@
+"""kbdb eval on a tiny BEIR dataset (SPEC §15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.conftest import Kbdb, write
+
+
+def dataset(root: Path) -> list[str]:
+    docs = [
+        {"_id": "d1", "title": "Connection pools", "text": "A pool keeps database connections."},
+        {"_id": "d2", "title": "Tokens", "text": "Refresh tokens expire after one hour."},
+        {"_id": "d3", "title": "Kayaks", "text": "Sea kayaks are long and narrow."},
+    ]
+    queries = [{"_id": "q1", "text": "database pool"}, {"_id": "q2", "text": "kayak"}]
+    write(root, "corpus.jsonl", "\n".join(json.dumps(d) for d in docs) + "\n")
+    write(root, "queries.jsonl", "\n".join(json.dumps(q) for q in queries) + "\n")
+    write(root, "qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n")
+    return ["--corpus", "corpus.jsonl", "--queries", "queries.jsonl", "--qrels", "qrels.tsv"]
+
+
+def test_eval_json_report(tmp_path: Path, kbdb: Kbdb) -> None:
+    args = dataset(tmp_path)
+    res = kbdb("--json", "eval", *args, "--set", "search.k1=0.9")
+    assert res.code == 0, res.err
+    report = res.json()
+    assert report["ndcg@10"] == 1.0 and report["queries"] == 2
+    assert report["settings"] == {"search.k1": "0.9"}
+    assert not (tmp_path / ".kbdb").exists()  # a temporary knowledge base
+    human = kbdb("eval", *args)
+    assert human.code == 0 and "ndcg@10" in human.out
+
+
+def test_eval_errors(tmp_path: Path, kbdb: Kbdb) -> None:
+    args = dataset(tmp_path)
+    for bad in (("--set", "search.k1=-1"), ("--set", "nonsense"), ("--mode", "hybrid")):
+        res = kbdb("eval", *args, *bad)
+        assert res.code == 2, bad
+        assert res.err.startswith("kbdb: ") and "Traceback" not in res.err
+    assert kbdb("eval", "--corpus", "missing.jsonl", "--queries", "q", "--qrels", "r").code == 2
