@@ -1,0 +1,179 @@
+//! Corruption: for every file kind (segment, tombstones, manifest), truncations and bit
+//! flips are reported as `Corrupt`/`FormatVersion`, never a panic. Payload damage behind a
+//! re-sealed (valid) footer must not panic either, whatever it decodes to.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{random_docs, Rng};
+use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
+use kbdb_core::lexical::{Clause, Index, Query};
+use kbdb_core::Error;
+
+fn build(dir: &Path) {
+    let index = Index::open(dir, true).unwrap();
+    let mut rng = Rng(77);
+    let docs = random_docs(&mut rng, 0, 300);
+    index.commit(&docs[..200], &[], 1).unwrap();
+    index.commit(&docs[200..], &[docs[3].kbid, docs[250].kbid], 2).unwrap();
+}
+
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    out.sort();
+    out
+}
+
+fn is_corrupt(r: Result<Index, Error>) -> bool {
+    matches!(r, Err(Error::Corrupt { .. }) | Err(Error::FormatVersion { .. }))
+}
+
+fn query() -> Query {
+    let alts = |t: &str| vec![(t.to_string(), 1.0)];
+    Query {
+        clauses: vec![
+            Clause { alternatives: alts("kernel"), required: true },
+            Clause { alternatives: alts("alpha"), required: false },
+        ],
+        phrases: vec![vec![("kernel".into(), 0), ("alpha".into(), 1)]],
+        limit: 20,
+        explain: true,
+        ..Query::default()
+    }
+}
+
+/// Truncates and flips bits of `path`; every variant must make `open` fail cleanly.
+fn damage_all(dir: &Path, path: &Path) {
+    let orig = std::fs::read(path).unwrap();
+    let len = orig.len();
+    let mut cuts = vec![0, 1, len / 3, len / 2, len - 1];
+    if len > FOOTER_LEN {
+        cuts.extend([len - FOOTER_LEN, len - FOOTER_LEN + 1]);
+    }
+    for cut in cuts {
+        std::fs::write(path, &orig[..cut]).unwrap();
+        assert!(is_corrupt(Index::open(dir, false)), "{} cut at {cut}", path.display());
+        assert!(!problems(dir).is_empty());
+    }
+    let step = (len / 97).max(1);
+    for at in (0..len).step_by(step).chain([len - 1, len - 5]) {
+        let mut bytes = orig.clone();
+        bytes[at] ^= 1 << (at % 8);
+        std::fs::write(path, &bytes).unwrap();
+        assert!(is_corrupt(Index::open(dir, false)), "{} flip at {at}", path.display());
+    }
+    std::fs::write(path, &orig).unwrap();
+    assert!(Index::open(dir, false).is_ok());
+}
+
+/// What `verify` (or failing to open) reports.
+fn problems(dir: &Path) -> Vec<String> {
+    match Index::open(dir, false) {
+        Ok(i) => i.verify(),
+        Err(e) => vec![e.to_string()],
+    }
+}
+
+#[test]
+fn every_file_kind_detects_truncation_and_flips() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let segs = files(dir.path(), ".seg");
+    let dels = files(dir.path(), ".del");
+    assert!(!segs.is_empty() && !dels.is_empty());
+    for p in segs.iter().chain(&dels).chain(&files(dir.path(), "meta.toml")) {
+        damage_all(dir.path(), p);
+    }
+}
+
+#[test]
+fn verify_reports_damage_under_an_open_index() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let index = Index::open(dir.path(), false).unwrap();
+    assert!(index.verify().is_empty());
+    let seg = &files(dir.path(), ".seg")[0];
+    let mut bytes = std::fs::read(seg).unwrap();
+    bytes[40] ^= 0x10;
+    // Replace (not rewrite in place) so the open mapping stays intact, as writers do.
+    let tmp = dir.path().join("tmp");
+    std::fs::write(&tmp, &bytes).unwrap();
+    std::fs::rename(&tmp, seg).unwrap();
+    let problems = index.verify();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("checksum"), "{}", problems[0]);
+    index.search(&query()).unwrap();
+}
+
+#[test]
+fn missing_files_and_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let seg = &files(dir.path(), ".seg")[0];
+    let orig = std::fs::read(seg).unwrap();
+    // A newer format version, correctly sealed, is a version error.
+    let mut newer = orig[..orig.len() - FOOTER_LEN].to_vec();
+    append_footer(&mut newer, FileKind::SEGMENT, 99);
+    std::fs::write(seg, &newer).unwrap();
+    assert!(matches!(Index::open(dir.path(), false), Err(Error::FormatVersion { found: 99, .. })));
+    // A tombstone file in a segment's place is corrupt.
+    let mut wrong = orig[..orig.len() - FOOTER_LEN].to_vec();
+    append_footer(&mut wrong, FileKind::TOMBSTONE, 1);
+    std::fs::write(seg, &wrong).unwrap();
+    assert!(matches!(Index::open(dir.path(), false), Err(Error::Corrupt { .. })));
+    std::fs::remove_file(seg).unwrap();
+    assert!(matches!(Index::open(dir.path(), false), Err(Error::Corrupt { .. })));
+    // rebuild repairs it.
+    let broken = tempfile::tempdir().unwrap();
+    build(broken.path());
+    let index = Index::open(broken.path(), false).unwrap();
+    std::fs::write(broken.path().join("meta.toml"), b"garbage").unwrap();
+    index.rebuild(&random_docs(&mut Rng(5), 0, 10), 3).unwrap();
+    assert!(Index::open(broken.path(), false).unwrap().verify().is_empty());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn damaged_payload_behind_a_valid_footer_never_panics() {
+    let pristine = tempfile::tempdir().unwrap();
+    build(pristine.path());
+    let seg_name = files(pristine.path(), ".seg")[0].file_name().unwrap().to_owned();
+    let orig = std::fs::read(pristine.path().join(&seg_name)).unwrap();
+    let payload_len = orig.len() - FOOTER_LEN;
+    let mut rng = Rng(1234);
+    let mut opened = 0;
+    for round in 0..300 {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(pristine.path(), dir.path());
+        let mut payload = orig[..payload_len].to_vec();
+        // The header and section table get extra attention: they steer every read.
+        let at = if round % 3 == 0 { rng.below(160) } else { rng.below(payload_len) };
+        match round % 4 {
+            0 => payload[at] ^= 1 << rng.below(8),
+            1 => payload[at] = 0xff,
+            2 => payload[at] = 0,
+            _ => payload[at] = payload[at].wrapping_add(1),
+        }
+        append_footer(&mut payload, FileKind::SEGMENT, 1);
+        std::fs::write(dir.path().join(&seg_name), &payload).unwrap();
+        if let Ok(index) = Index::open(dir.path(), false) {
+            opened += 1;
+            let _ = index.search(&query());
+            let _ = index.search(&Query { require_all: false, ..query() });
+            let _ = index.verify();
+            let _ = index.merge(true);
+        }
+    }
+    assert!(opened > 0, "some damage must get past open so that search is exercised");
+}
