@@ -1,8 +1,35 @@
 //! The analyzer: one and the same text pipeline for indexing and for queries (SPEC §4.1).
 //!
-//! PLACEHOLDER INTERFACE: the real pipeline (Unicode segmentation, NFKC, stop words,
-//! Snowball stemming, identifier splitting, CJK bigrams) replaces the body of these
-//! functions; the signatures are the contract the lexical index and the bindings use.
+//! This module owns the public contract that `lexical/` and `py/` use; the work happens in
+//! its children:
+//! - `segment`: UAX #29 word segmentation with an ASCII fast path;
+//! - `pipeline`: word vs CJK routing, positions and offsets;
+//! - `normalize`: NFKC, apostrophes, possessive `'s`, lowercase;
+//! - `identifier`: camelCase / snake_case / acronym / letter-digit splitting;
+//! - `stopwords`: Lucene's 33 English stop words;
+//! - `stem`: Snowball English with a per-thread cache;
+//! - `cjk`: CJK runs as overlapping character bigrams.
+//!
+//! Invariants: `analyze` and `analyze_query` produce identical `(term, position)`
+//! sequences for the same text; offsets are byte offsets into the caller's text, on char
+//! boundaries; positions start at 0 per call and never decrease. Any change to what terms
+//! come out must change [`Analyzer::id`], because indexes store it and rebuild on mismatch.
+
+mod cjk;
+mod identifier;
+mod normalize;
+mod pipeline;
+mod segment;
+mod stem;
+mod stopwords;
+#[cfg(test)]
+mod tests;
+
+pub use stopwords::{is_stop_word, STOP_WORDS};
+
+/// Terms longer than this (in UTF-8 bytes, after normalization) are not indexed; they
+/// still take a position. Keeps base64 blobs and minified code out of the dictionary.
+pub const MAX_TOKEN_BYTES: usize = 64;
 
 /// One token a query produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,54 +44,57 @@ pub struct QueryToken {
     pub optional: bool,
 }
 
-/// The analyzer. Cheap to share across threads (`Send + Sync`).
-#[derive(Debug, Default)]
-pub struct Analyzer {}
+/// The analyzer. Cheap to share across threads (`Send + Sync`): it holds only the
+/// stemmer's function pointer; the stem cache is per thread.
+pub struct Analyzer {
+    stemmer: stem::CachedStemmer,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analyzer").field("id", &self.id()).finish()
+    }
+}
 
 impl Analyzer {
     pub fn new() -> Self {
-        Analyzer {}
+        Analyzer {
+            stemmer: stem::CachedStemmer::english(),
+        }
     }
 
     /// A stable id of this analyzer's configuration; stored in the index manifest. A
     /// mismatch forces a rebuild.
     pub fn id(&self) -> &'static str {
-        "placeholder-0"
+        "en-snowball-v1"
     }
 
     /// Index-time analysis. Calls `sink(term, position, start, end)` for each term in text
     /// order; `start..end` are byte offsets of the source word in `text` (always on char
     /// boundaries). Positions start at 0 for each call.
     pub fn analyze(&self, text: &str, mut sink: impl FnMut(&str, u32, usize, usize)) {
-        let mut pos = 0u32;
-        for (start, word) in split_words(text) {
-            let lower = word.to_lowercase();
-            sink(&lower, pos, start, start + word.len());
-            pos += 1;
-        }
+        pipeline::run(&self.stemmer, text, |t| {
+            sink(t.text, t.position, t.start, t.end)
+        });
     }
 
     /// Query-time analysis: the same pipeline, plus the surface form and `optional`.
     pub fn analyze_query(&self, text: &str) -> Vec<QueryToken> {
         let mut out = Vec::new();
-        self.analyze(text, |term, position, start, end| {
+        pipeline::run(&self.stemmer, text, |t| {
             out.push(QueryToken {
-                term: term.to_string(),
-                surface: text[start..end].to_string(),
-                position,
-                optional: false,
+                term: t.text.to_string(),
+                surface: text.get(t.start..t.end).unwrap_or_default().to_string(),
+                position: t.position,
+                optional: t.whole,
             })
         });
         out
     }
-}
-
-fn split_words(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .scan(0usize, move |offset, piece| {
-            let start = *offset;
-            *offset += piece.len() + 1;
-            Some((start, piece))
-        })
-        .filter(|(_, w)| !w.is_empty())
 }

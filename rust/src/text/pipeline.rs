@@ -1,0 +1,215 @@
+//! The analysis walk: one pass over the text that segments it, routes each piece to the
+//! word path or the CJK path, and assigns positions.
+//!
+//! - Segmentation is UAX #29 word bounds (`segment`). A segment is split further where it switches
+//!   between CJK and non-CJK characters (UAX #29 joins Hangul with Latin letters, and
+//!   `_` with Katakana). Contiguous CJK characters, across segments, form one run.
+//! - A non-CJK piece with a letter or digit is a *word*: NFKC, apostrophes, possessive,
+//!   identifier split, then per part lowercase, stop word check and stemming. A split
+//!   identifier also yields its *whole form* (the lowercased parts concatenated,
+//!   unstemmed) at its first part's position, flagged `whole`, before its parts.
+//! - Positions: each word part, each stop word, each skipped term and each CJK gram takes
+//!   one position; the whole form shares one. Offsets are source-text bytes: the whole
+//!   word for word terms, the gram's own characters for CJK.
+//! - Length: a term over `MAX_TOKEN_BYTES` is skipped but keeps its position. A word over
+//!   it whose parts average under [`MIN_MEAN_PART_BYTES`] (base64, minified code) is
+//!   skipped whole, as one position, rather than shredded into junk parts.
+//!
+//! Invariants (checked by the property tests): `start < end <= text.len()`, both on char
+//! boundaries; positions never decrease; no input panics.
+
+use super::cjk;
+use super::identifier::{self, Part};
+use super::normalize::{nfkc_into, push_lower, strip_possessive};
+use super::segment::for_each_segment;
+use super::stem::CachedStemmer;
+use super::stopwords::is_stop_word;
+use super::MAX_TOKEN_BYTES;
+
+/// A long word (over `MAX_TOKEN_BYTES`) is kept as parts only if they average at least
+/// this many bytes: `test_parser_handles_unicode_…` passes, base64 (≈2) does not.
+const MIN_MEAN_PART_BYTES: usize = 3;
+
+/// One emitted term.
+pub(crate) struct Term<'a> {
+    pub text: &'a str,
+    pub position: u32,
+    pub start: usize,
+    pub end: usize,
+    /// The whole form of a split identifier.
+    pub whole: bool,
+}
+
+/// Runs the pipeline over `text`, calling `sink` per term in text order.
+pub(crate) fn run(stemmer: &CachedStemmer, text: &str, sink: impl FnMut(Term<'_>)) {
+    let mut walk = Walk {
+        text,
+        stemmer,
+        sink,
+        pos: 0,
+        run: None,
+        norm: String::new(),
+        lower: String::new(),
+        stem: String::new(),
+        whole: String::new(),
+        parts: Vec::new(),
+        bounds: Vec::new(),
+    };
+    for_each_segment(text, |start, seg| walk.segment(start, seg));
+    walk.flush_run();
+}
+
+struct Walk<'t, 's, F> {
+    text: &'t str,
+    stemmer: &'s CachedStemmer,
+    sink: F,
+    pos: u32,
+    /// The open CJK run, as a byte range of `text`.
+    run: Option<(usize, usize)>,
+    // Scratch buffers, reused for every word so the steady state allocates nothing.
+    norm: String,
+    lower: String,
+    stem: String,
+    whole: String,
+    parts: Vec<Part>,
+    bounds: Vec<usize>,
+}
+
+impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
+    fn segment(&mut self, start: usize, seg: &str) {
+        if seg.is_ascii() {
+            self.flush_run();
+            if seg.bytes().any(|b| b.is_ascii_alphanumeric()) {
+                self.word(start, start + seg.len());
+            }
+            return;
+        }
+        let mut other: Option<usize> = None;
+        for (i, c) in seg.char_indices() {
+            let at = start + i;
+            let in_run =
+                cjk::is_cjk(c) || (other.is_none() && self.run.is_some() && cjk::continues_run(c));
+            if !in_run {
+                if other.is_none() {
+                    self.flush_run();
+                    other = Some(at);
+                }
+                continue;
+            }
+            if let Some(o) = other.take() {
+                self.word_if_alphanumeric(o, at);
+            }
+            let end = at + c.len_utf8();
+            match &mut self.run {
+                Some((_, e)) if *e == at => *e = end,
+                _ => {
+                    self.flush_run();
+                    self.run = Some((at, end));
+                }
+            }
+        }
+        if let Some(o) = other {
+            self.word_if_alphanumeric(o, start + seg.len());
+        }
+    }
+
+    fn word_if_alphanumeric(&mut self, start: usize, end: usize) {
+        if self.text[start..end].chars().any(char::is_alphanumeric) {
+            self.word(start, end);
+        }
+    }
+
+    fn flush_run(&mut self) {
+        let Some((start, end)) = self.run.take() else {
+            return;
+        };
+        let Walk {
+            text,
+            sink,
+            pos,
+            bounds,
+            whole: buf,
+            ..
+        } = self;
+        cjk::grams(&text[start..end], start, bounds, buf, |gram, s, e| {
+            if gram.len() <= MAX_TOKEN_BYTES {
+                sink(Term {
+                    text: gram,
+                    position: *pos,
+                    start: s,
+                    end: e,
+                    whole: false,
+                });
+            }
+            *pos = pos.saturating_add(1);
+        });
+    }
+
+    /// The word `text[start..end]`, which contains a letter or digit.
+    fn word(&mut self, start: usize, end: usize) {
+        nfkc_into(&self.text[start..end], &mut self.norm);
+        strip_possessive(&mut self.norm);
+        if identifier::is_simple(&self.norm) {
+            self.lower.clear();
+            push_lower(&self.norm, &mut self.lower);
+            self.part(self.pos, start, end);
+            self.pos = self.pos.saturating_add(1);
+            return;
+        }
+        identifier::split(&self.norm, &mut self.parts);
+        let n = self.parts.len();
+        if n == 0 {
+            return;
+        }
+        if self.norm.len() > MAX_TOKEN_BYTES {
+            let part_bytes: usize = self.parts.iter().map(|&(s, e)| e - s).sum();
+            if n == 1 || part_bytes < MIN_MEAN_PART_BYTES * n {
+                self.pos = self.pos.saturating_add(1);
+                return;
+            }
+        }
+        if n >= 2 {
+            self.whole.clear();
+            for &(s, e) in &self.parts {
+                push_lower(&self.norm[s..e], &mut self.whole);
+            }
+            if self.whole.len() <= MAX_TOKEN_BYTES {
+                (self.sink)(Term {
+                    text: &self.whole,
+                    position: self.pos,
+                    start,
+                    end,
+                    whole: true,
+                });
+            }
+        }
+        for i in 0..n {
+            let (s, e) = self.parts[i];
+            self.lower.clear();
+            push_lower(&self.norm[s..e], &mut self.lower);
+            self.part(self.pos, start, end);
+            self.pos = self.pos.saturating_add(1);
+        }
+    }
+
+    /// Emits the part in `self.lower` (stop words and over-long parts emit nothing).
+    fn part(&mut self, position: u32, start: usize, end: usize) {
+        let lower = self.lower.as_str();
+        if lower.len() > MAX_TOKEN_BYTES || is_stop_word(lower) {
+            return;
+        }
+        let term = if CachedStemmer::applies_to(lower) {
+            self.stemmer.stem_into(lower, &mut self.stem);
+            self.stem.as_str()
+        } else {
+            lower
+        };
+        (self.sink)(Term {
+            text: term,
+            position,
+            start,
+            end,
+            whole: false,
+        });
+    }
+}

@@ -1,0 +1,163 @@
+//! Snowball English stemming with a per-thread cache.
+//!
+//! Vocabularies are Zipfian, so most tokens repeat a word already seen: a thread-local
+//! map from word to stem turns the Snowball run into one hash lookup and a copy. The map
+//! is per thread (so the analyzer stays `Sync` with no locks, and rayon workers never
+//! contend) and bounded: when it reaches [`CACHE_CAP`] entries it is cleared, which
+//! bounds memory at a few MB per thread and costs one re-warm.
+//!
+//! Only ASCII words of three or more letters are stemmed. Snowball English leaves words of
+//! two letters alone anyway, its suffixes are all ASCII, and keeping other scripts away
+//! from it keeps non-English terms exactly as written.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// Entries per thread before the cache is cleared.
+const CACHE_CAP: usize = 1 << 16;
+
+/// The Snowball English stemmer behind a per-thread cache. `Send + Sync`.
+pub(crate) struct CachedStemmer {
+    stemmer: Stemmer,
+}
+
+type Cache = HashMap<Box<str>, Box<str>, BuildHasherDefault<FxHasher>>;
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+}
+
+impl CachedStemmer {
+    pub(crate) fn english() -> Self {
+        CachedStemmer {
+            stemmer: Stemmer::create(Algorithm::English),
+        }
+    }
+
+    /// True if `word` (lowercased) goes through the stemmer at all.
+    pub(crate) fn applies_to(word: &str) -> bool {
+        word.len() >= 3 && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'\'')
+    }
+
+    /// Writes the stem of `word` (lowercased, [`Self::applies_to`]) into `out`, cleared first.
+    pub(crate) fn stem_into(&self, word: &str, out: &mut String) {
+        out.clear();
+        let cached = CACHE.try_with(|cell| {
+            let Ok(mut cache) = cell.try_borrow_mut() else {
+                return false;
+            };
+            if let Some(stem) = cache.get(word) {
+                out.push_str(stem);
+                return true;
+            }
+            let stem = self.stemmer.stem(word);
+            out.push_str(&stem);
+            if cache.len() >= CACHE_CAP {
+                cache.clear();
+            }
+            cache.insert(word.into(), stem.as_ref().into());
+            true
+        });
+        if cached != Ok(true) {
+            // Thread-local storage is being torn down: stem without the cache.
+            out.push_str(&self.stemmer.stem(word));
+        }
+    }
+}
+
+/// The Fx hash (rustc's `FxHasher`): a multiply-rotate per word. The keys are short
+/// words from the analyzer, not attacker-chosen map keys of a server, so SipHash's
+/// DoS resistance buys nothing and costs a third of the lookup.
+#[derive(Default, Clone, Copy)]
+struct FxHasher {
+    hash: u64,
+}
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stem(w: &str) -> String {
+        let mut out = String::new();
+        CachedStemmer::english().stem_into(w, &mut out);
+        out
+    }
+
+    #[test]
+    fn snowball_english() {
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("databases"), "databas");
+        assert_eq!(stem("database"), "databas");
+        assert_eq!(stem("connections"), "connect");
+        assert_eq!(stem("generously"), "generous");
+    }
+
+    #[test]
+    fn cached_and_uncached_agree() {
+        let s = CachedStemmer::english();
+        for w in ["indexing", "indexes", "indexing", "queries", "queries"] {
+            let mut out = String::new();
+            s.stem_into(w, &mut out);
+            assert_eq!(out, s.stemmer.stem(w));
+        }
+    }
+
+    #[test]
+    fn cache_is_bounded() {
+        let s = CachedStemmer::english();
+        let mut out = String::new();
+        for i in 0..CACHE_CAP + 10 {
+            s.stem_into(&format!("word{i}"), &mut out);
+        }
+        assert!(CACHE.with(|c| c.borrow().len()) <= CACHE_CAP);
+    }
+
+    #[test]
+    fn only_ascii_words_of_three_letters_are_stemmed() {
+        assert!(CachedStemmer::applies_to("running"));
+        assert!(CachedStemmer::applies_to("don't"));
+        assert!(!CachedStemmer::applies_to("is"));
+        assert!(!CachedStemmer::applies_to("utf8"));
+        assert!(!CachedStemmer::applies_to("naïve"));
+    }
+}
