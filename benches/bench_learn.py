@@ -69,6 +69,7 @@ def run_child(corpus: Path | None) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
     out["wall_s"] = wall
     out["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux: KiB
+    out["cpu_s"] = usage.ru_utime + usage.ru_stime  # well below wall_s: waiting on fsync
     return out
 
 
@@ -104,7 +105,16 @@ def main() -> int:
 
     print_table(
         "learn throughput (fresh knowledge base, one process per learn)",
-        ["corpus", "files", "sections", "seconds", "files/s", "sections/s", "peak RSS MB"],
+        [
+            "corpus",
+            "files",
+            "sections",
+            "seconds",
+            "files/s",
+            "sections/s",
+            "peak RSS MB",
+            "process CPU s",
+        ],
         [
             [
                 r["corpus"],
@@ -114,6 +124,7 @@ def main() -> int:
                 r.get("files_per_s"),
                 r.get("sections_per_s"),
                 r.get("peak_rss_mb"),
+                r.get("cpu_s"),
             ]
             for r in results
         ],

@@ -152,7 +152,10 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
         table.add_column(h, justify="left" if i == 0 else "right")
     for r in cells:
         table.add_row(*r)
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # piped or captured: do not squeeze to 80 columns
+    console.print(table)
 
 
 def latency_stats(seconds: Sequence[float]) -> dict[str, float]:
