@@ -4,7 +4,7 @@
   unbalanced quote is treated as a space.
 - Every other word is a clause. A clause matches through the term itself or any of its
   synonyms (weighted lower). The whole form of a split identifier is an optional clause: it
-  adds to the score but is not required.
+  adds to the score but is not required; each part also accepts the whole form.
 """
 
 from __future__ import annotations
@@ -50,13 +50,27 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
             if len(parts) > 1:
                 base = parts[0][1]
                 phrases.append(tuple((t, p - base) for t, p in parts))
-        for term, surface, _, optional in tokens:
+        # A split identifier is matched by all of its parts or by its whole form: each part
+        # clause also accepts the whole form at 1/n weight, so a section that only writes
+        # the whole form (``sqlite`` for the query ``SQLite``) still passes the strict pass.
+        whole_of: dict[int, tuple[str, float]] = {}
+        for i, (term, surface, _, optional) in enumerate(tokens):
+            if optional:
+                parts = [
+                    j for j in range(i + 1, len(tokens))
+                    if tokens[j][1] == surface and not tokens[j][3]
+                ]
+                for j in parts:
+                    whole_of[j] = (term, 1.0 / len(parts))
+        for i, (term, surface, _, optional) in enumerate(tokens):
             if term in seen:
                 i = seen[term]
                 if not optional and not clauses[i][1]:
                     clauses[i] = (clauses[i][0], True)
                 continue
             alternatives: list[tuple[str, float]] = [(term, 1.0)]
+            if i in whole_of and whole_of[i][0] != term:
+                alternatives.append(whole_of[i])
             if synonyms is not None:
                 alternatives += [(s, SYNONYM_WEIGHT) for s in synonyms.expand(term) if s != term]
             seen[term] = len(clauses)
