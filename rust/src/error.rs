@@ -16,7 +16,11 @@ pub enum Error {
     #[error("index file {path} is corrupt: {detail}")]
     Corrupt { path: PathBuf, detail: String },
     #[error("index file {path} has format version {found}, this build reads {expected}")]
-    FormatVersion { path: PathBuf, found: u32, expected: u32 },
+    FormatVersion {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     #[error("dimension mismatch: expected {expected}, got {found}")]
     DimensionMismatch { expected: usize, found: usize },
     #[error("invalid argument: {0}")]
@@ -27,10 +31,16 @@ pub enum Error {
 
 impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn corrupt(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
-        Error::Corrupt { path: path.into(), detail: detail.into() }
+        Error::Corrupt {
+            path: path.into(),
+            detail: detail.into(),
+        }
     }
 }

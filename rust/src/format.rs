@@ -69,17 +69,28 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
 }
 
 /// Checks `bytes` (a whole file) and returns its payload.
-pub fn validate<'a>(path: &Path, bytes: &'a [u8], kind: FileKind, version: u32) -> Result<&'a [u8]> {
+pub fn validate<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    kind: FileKind,
+    version: u32,
+) -> Result<&'a [u8]> {
     if bytes.len() < FOOTER_LEN {
         return Err(Error::corrupt(
             path,
-            format!("file is {} bytes, shorter than its {FOOTER_LEN}-byte footer", bytes.len()),
+            format!(
+                "file is {} bytes, shorter than its {FOOTER_LEN}-byte footer",
+                bytes.len()
+            ),
         ));
     }
     let footer_at = bytes.len() - FOOTER_LEN;
     let footer = &bytes[footer_at..];
     if footer[20..24] != MAGIC {
-        return Err(Error::corrupt(path, "bad magic (truncated or not a kbdb file)"));
+        return Err(Error::corrupt(
+            path,
+            "bad magic (truncated or not a kbdb file)",
+        ));
     }
     let mut len = [0u8; 8];
     len.copy_from_slice(&footer[8..16]);
@@ -104,12 +115,20 @@ pub fn validate<'a>(path: &Path, bytes: &'a [u8], kind: FileKind, version: u32) 
     if found_kind != kind {
         return Err(Error::corrupt(
             path,
-            format!("file kind is '{}', expected '{}'", found_kind.name(), kind.name()),
+            format!(
+                "file kind is '{}', expected '{}'",
+                found_kind.name(),
+                kind.name()
+            ),
         ));
     }
     let found = le_u32(footer, 4);
     if found != version {
-        return Err(Error::FormatVersion { path: path.to_path_buf(), found, expected: version });
+        return Err(Error::FormatVersion {
+            path: path.to_path_buf(),
+            found,
+            expected: version,
+        });
     }
     Ok(&bytes[..footer_at])
 }
@@ -137,7 +156,11 @@ impl MappedFile {
         // keeps the mapping valid). The length was checked to be non-zero above.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
         let payload_len = validate(path, &map, kind, version)?.len();
-        Ok(MappedFile { path: path.to_path_buf(), map, payload_len })
+        Ok(MappedFile {
+            path: path.to_path_buf(),
+            map,
+            payload_len,
+        })
     }
 
     pub fn payload(&self) -> &[u8] {
@@ -159,7 +182,10 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Writes `bytes` to `path` atomically and durably (see the module docs).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent_dir(path);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(
         ".{name}.tmp-{}-{}",
         std::process::id(),
@@ -235,7 +261,10 @@ mod tests {
     fn round_trip() {
         let buf = sample();
         let p = Path::new("x");
-        assert_eq!(validate(p, &buf, FileKind::SEGMENT, 3).unwrap(), b"hello, segment");
+        assert_eq!(
+            validate(p, &buf, FileKind::SEGMENT, 3).unwrap(),
+            b"hello, segment"
+        );
     }
 
     #[test]
@@ -249,7 +278,10 @@ mod tests {
             for bit in 0..8 {
                 let mut b = buf.clone();
                 b[i] ^= 1 << bit;
-                assert!(validate(p, &b, FileKind::SEGMENT, 3).is_err(), "byte {i} bit {bit}");
+                assert!(
+                    validate(p, &b, FileKind::SEGMENT, 3).is_err(),
+                    "byte {i} bit {bit}"
+                );
             }
         }
     }
@@ -260,9 +292,16 @@ mod tests {
         let p = Path::new("x");
         assert!(matches!(
             validate(p, &buf, FileKind::SEGMENT, 4),
-            Err(Error::FormatVersion { found: 3, expected: 4, .. })
+            Err(Error::FormatVersion {
+                found: 3,
+                expected: 4,
+                ..
+            })
         ));
-        assert!(matches!(validate(p, &buf, FileKind::TOMBSTONE, 3), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            validate(p, &buf, FileKind::TOMBSTONE, 3),
+            Err(Error::Corrupt { .. })
+        ));
     }
 
     #[test]

@@ -18,8 +18,16 @@ fn term(analyzer: &Analyzer, word: &str) -> String {
 
 fn random_query(rng: &mut Rng, analyzer: &Analyzer, strict: bool) -> (Query, RefQuery) {
     let n = 1 + rng.below(3);
-    let mut q = Query { require_all: strict, limit: 10_000, ..Query::default() };
-    q.params = Bm25fParams { k1: 1.2, b: [0.75, 0.6, 0.9], weights: [2.0, 1.0, 0.5] };
+    let mut q = Query {
+        require_all: strict,
+        limit: 10_000,
+        ..Query::default()
+    };
+    q.params = Bm25fParams {
+        k1: 1.2,
+        b: [0.75, 0.6, 0.9],
+        weights: [2.0, 1.0, 0.5],
+    };
     let mut r = RefQuery {
         clauses: Vec::new(),
         phrases: Vec::new(),
@@ -35,8 +43,16 @@ fn random_query(rng: &mut Rng, analyzer: &Analyzer, strict: bool) -> (Query, Ref
             alts.push((term(analyzer, WORDS[rng.below(WORDS.len())]), 0.5));
         }
         let required = rng.below(4) != 0;
-        r.clauses.push((alts.iter().map(|(t, w)| (t.clone(), f64::from(*w))).collect(), required));
-        q.clauses.push(Clause { alternatives: alts, required });
+        r.clauses.push((
+            alts.iter()
+                .map(|(t, w)| (t.clone(), f64::from(*w)))
+                .collect(),
+            required,
+        ));
+        q.clauses.push(Clause {
+            alternatives: alts,
+            required,
+        });
     }
     (q, r)
 }
@@ -47,7 +63,10 @@ fn assert_same(got: &kbdb_core::lexical::Hits, want: &HashMap<Kbid, f64>, what: 
     let by_hex: HashMap<String, f64> = want.iter().map(|(k, s)| (format_kbid(k), *s)).collect();
     for (k, s) in got.kbids.iter().zip(&got.scores) {
         let w = by_hex[k];
-        assert!((f64::from(*s) - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: {k} {s} vs {w}");
+        assert!(
+            (f64::from(*s) - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "{what}: {k} {s} vs {w}"
+        );
     }
     for pair in got.scores.windows(2) {
         assert!(pair[0] >= pair[1], "{what}: not sorted");
@@ -88,7 +107,11 @@ fn scores_match_the_reference_across_segmentations() {
     assert_eq!(multi.segment_count(), 1);
     for i in 0..20 {
         let (q, r) = random_query(&mut rng, &analyzer, i % 2 == 0);
-        assert_same(&multi.search(&q).unwrap(), &reference_scores(&analyzed, &all, &r), "merged");
+        assert_same(
+            &multi.search(&q).unwrap(),
+            &reference_scores(&analyzed, &all, &r),
+            "merged",
+        );
     }
 }
 
@@ -104,19 +127,39 @@ fn deletes_count_in_stats_until_merged() {
     index.commit(&docs[120..], &[], 2).unwrap();
     let gone: Vec<Kbid> = docs.iter().step_by(3).map(|d| d.kbid).collect();
     index.commit(&[], &gone, 3).unwrap();
-    let live: Vec<_> = analyzed.iter().filter(|a| !gone.contains(&a.kbid)).collect();
+    let live: Vec<_> = analyzed
+        .iter()
+        .filter(|a| !gone.contains(&a.kbid))
+        .collect();
     assert_eq!(index.doc_count() as usize, live.len());
-    let live_docs: Vec<_> = live.iter().map(|a| analyzed.iter().position(|b| b.kbid == a.kbid).unwrap()).collect();
-    let live_analyzed = analyze(&analyzer, &live_docs.iter().map(|&i| docs[i].clone()).collect::<Vec<_>>());
+    let live_docs: Vec<_> = live
+        .iter()
+        .map(|a| analyzed.iter().position(|b| b.kbid == a.kbid).unwrap())
+        .collect();
+    let live_analyzed = analyze(
+        &analyzer,
+        &live_docs
+            .iter()
+            .map(|&i| docs[i].clone())
+            .collect::<Vec<_>>(),
+    );
     for i in 0..20 {
         let (q, r) = random_query(&mut rng, &analyzer, i % 2 == 0);
         // Before a merge: statistics include the tombstoned docs (Lucene semantics).
-        assert_same(&index.search(&q).unwrap(), &reference_scores(&analyzed, &live, &r), "tombstoned");
+        assert_same(
+            &index.search(&q).unwrap(),
+            &reference_scores(&analyzed, &live, &r),
+            "tombstoned",
+        );
     }
     index.merge(true).unwrap();
     let live2: Vec<_> = live_analyzed.iter().collect();
     for i in 0..20 {
         let (q, r) = random_query(&mut rng, &analyzer, i % 2 == 0);
-        assert_same(&index.search(&q).unwrap(), &reference_scores(&live_analyzed, &live2, &r), "merged");
+        assert_same(
+            &index.search(&q).unwrap(),
+            &reference_scores(&live_analyzed, &live2, &r),
+            "merged",
+        );
     }
 }

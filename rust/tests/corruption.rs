@@ -16,7 +16,9 @@ fn build(dir: &Path) {
     let mut rng = Rng(77);
     let docs = random_docs(&mut rng, 0, 300);
     index.commit(&docs[..200], &[], 1).unwrap();
-    index.commit(&docs[200..], &[docs[3].kbid, docs[250].kbid], 2).unwrap();
+    index
+        .commit(&docs[200..], &[docs[3].kbid, docs[250].kbid], 2)
+        .unwrap();
 }
 
 fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
@@ -30,15 +32,24 @@ fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 }
 
 fn is_corrupt(r: Result<Index, Error>) -> bool {
-    matches!(r, Err(Error::Corrupt { .. }) | Err(Error::FormatVersion { .. }))
+    matches!(
+        r,
+        Err(Error::Corrupt { .. }) | Err(Error::FormatVersion { .. })
+    )
 }
 
 fn query() -> Query {
     let alts = |t: &str| vec![(t.to_string(), 1.0)];
     Query {
         clauses: vec![
-            Clause { alternatives: alts("kernel"), required: true },
-            Clause { alternatives: alts("alpha"), required: false },
+            Clause {
+                alternatives: alts("kernel"),
+                required: true,
+            },
+            Clause {
+                alternatives: alts("alpha"),
+                required: false,
+            },
         ],
         phrases: vec![vec![("kernel".into(), 0), ("alpha".into(), 1)]],
         limit: 20,
@@ -57,7 +68,11 @@ fn damage_all(dir: &Path, path: &Path) {
     }
     for cut in cuts {
         std::fs::write(path, &orig[..cut]).unwrap();
-        assert!(is_corrupt(Index::open(dir, false)), "{} cut at {cut}", path.display());
+        assert!(
+            is_corrupt(Index::open(dir, false)),
+            "{} cut at {cut}",
+            path.display()
+        );
         assert!(!problems(dir).is_empty());
     }
     let step = (len / 97).max(1);
@@ -65,7 +80,11 @@ fn damage_all(dir: &Path, path: &Path) {
         let mut bytes = orig.clone();
         bytes[at] ^= 1 << (at % 8);
         std::fs::write(path, &bytes).unwrap();
-        assert!(is_corrupt(Index::open(dir, false)), "{} flip at {at}", path.display());
+        assert!(
+            is_corrupt(Index::open(dir, false)),
+            "{} flip at {at}",
+            path.display()
+        );
     }
     std::fs::write(path, &orig).unwrap();
     assert!(Index::open(dir, false).is_ok());
@@ -86,7 +105,11 @@ fn every_file_kind_detects_truncation_and_flips() {
     let segs = files(dir.path(), ".seg");
     let dels = files(dir.path(), ".del");
     assert!(!segs.is_empty() && !dels.is_empty());
-    for p in segs.iter().chain(&dels).chain(&files(dir.path(), "meta.toml")) {
+    for p in segs
+        .iter()
+        .chain(&dels)
+        .chain(&files(dir.path(), "meta.toml"))
+    {
         damage_all(dir.path(), p);
     }
 }
@@ -120,21 +143,33 @@ fn missing_files_and_versions() {
     let mut newer = orig[..orig.len() - FOOTER_LEN].to_vec();
     append_footer(&mut newer, FileKind::SEGMENT, 99);
     std::fs::write(seg, &newer).unwrap();
-    assert!(matches!(Index::open(dir.path(), false), Err(Error::FormatVersion { found: 99, .. })));
+    assert!(matches!(
+        Index::open(dir.path(), false),
+        Err(Error::FormatVersion { found: 99, .. })
+    ));
     // A tombstone file in a segment's place is corrupt.
     let mut wrong = orig[..orig.len() - FOOTER_LEN].to_vec();
     append_footer(&mut wrong, FileKind::TOMBSTONE, 1);
     std::fs::write(seg, &wrong).unwrap();
-    assert!(matches!(Index::open(dir.path(), false), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        Index::open(dir.path(), false),
+        Err(Error::Corrupt { .. })
+    ));
     std::fs::remove_file(seg).unwrap();
-    assert!(matches!(Index::open(dir.path(), false), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        Index::open(dir.path(), false),
+        Err(Error::Corrupt { .. })
+    ));
     // rebuild repairs it.
     let broken = tempfile::tempdir().unwrap();
     build(broken.path());
     let index = Index::open(broken.path(), false).unwrap();
     std::fs::write(broken.path().join("meta.toml"), b"garbage").unwrap();
     index.rebuild(&random_docs(&mut Rng(5), 0, 10), 3).unwrap();
-    assert!(Index::open(broken.path(), false).unwrap().verify().is_empty());
+    assert!(Index::open(broken.path(), false)
+        .unwrap()
+        .verify()
+        .is_empty());
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -148,7 +183,10 @@ fn copy_dir(from: &Path, to: &Path) {
 fn damaged_payload_behind_a_valid_footer_never_panics() {
     let pristine = tempfile::tempdir().unwrap();
     build(pristine.path());
-    let seg_name = files(pristine.path(), ".seg")[0].file_name().unwrap().to_owned();
+    let seg_name = files(pristine.path(), ".seg")[0]
+        .file_name()
+        .unwrap()
+        .to_owned();
     let orig = std::fs::read(pristine.path().join(&seg_name)).unwrap();
     let payload_len = orig.len() - FOOTER_LEN;
     let mut rng = Rng(1234);
@@ -158,7 +196,11 @@ fn damaged_payload_behind_a_valid_footer_never_panics() {
         copy_dir(pristine.path(), dir.path());
         let mut payload = orig[..payload_len].to_vec();
         // The header and section table get extra attention: they steer every read.
-        let at = if round % 3 == 0 { rng.below(160) } else { rng.below(payload_len) };
+        let at = if round % 3 == 0 {
+            rng.below(160)
+        } else {
+            rng.below(payload_len)
+        };
         match round % 4 {
             0 => payload[at] ^= 1 << rng.below(8),
             1 => payload[at] = 0xff,
@@ -170,10 +212,16 @@ fn damaged_payload_behind_a_valid_footer_never_panics() {
         if let Ok(index) = Index::open(dir.path(), false) {
             opened += 1;
             let _ = index.search(&query());
-            let _ = index.search(&Query { require_all: false, ..query() });
+            let _ = index.search(&Query {
+                require_all: false,
+                ..query()
+            });
             let _ = index.verify();
             let _ = index.merge(true);
         }
     }
-    assert!(opened > 0, "some damage must get past open so that search is exercised");
+    assert!(
+        opened > 0,
+        "some damage must get past open so that search is exercised"
+    );
 }

@@ -7,11 +7,14 @@ use kbdb_core::lexical::{build_segment, Doc};
 use kbdb_core::text::Analyzer;
 
 fn scifact() -> Option<Vec<Doc>> {
-    let path = std::env::var("SCIFACT").unwrap_or("/work/shared/datasets/scifact/corpus.jsonl".into());
+    let path =
+        std::env::var("SCIFACT").unwrap_or("/work/shared/datasets/scifact/corpus.jsonl".into());
     let text = std::fs::read_to_string(path).ok()?;
     let field = |line: &str, key: &str| -> String {
         let pat = format!("\"{key}\": \"");
-        let Some(i) = line.find(&pat) else { return String::new() };
+        let Some(i) = line.find(&pat) else {
+            return String::new();
+        };
         let rest = &line[i + pat.len()..];
         let mut out = String::new();
         let mut esc = false;
@@ -34,7 +37,10 @@ fn scifact() -> Option<Vec<Doc>> {
             .map(|(i, l)| {
                 let mut kbid = [0u8; 16];
                 kbid[..8].copy_from_slice(&(i as u64).to_be_bytes());
-                Doc { kbid, fields: [field(l, "title"), field(l, "text"), String::new()] }
+                Doc {
+                    kbid,
+                    fields: [field(l, "title"), field(l, "text"), String::new()],
+                }
             })
             .collect(),
     )
@@ -64,7 +70,11 @@ fn build_scifact() {
             analyzer.analyze(f, |_, _, _, _| n += 1);
         }
     }
-    println!("analyze (1 thread): {:?} for {} docs, {n} terms", t.elapsed(), docs.len());
+    println!(
+        "analyze (1 thread): {:?} for {} docs, {n} terms",
+        t.elapsed(),
+        docs.len()
+    );
     let t = Instant::now();
     let (bytes, _) = build_segment(&analyzer, &docs).unwrap();
     println!("build_segment: {:?}, {} bytes", t.elapsed(), bytes.len());

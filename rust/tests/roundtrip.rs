@@ -6,7 +6,11 @@ use kbdb_core::lexical::topk::{Scored, TopK};
 use proptest::prelude::*;
 
 fn postings() -> impl Strategy<Value = TermPostings> {
-    prop::collection::vec((1u32..50, prop::array::uniform3(0u32..4), any::<u32>()), 1..400).prop_map(|rows| {
+    prop::collection::vec(
+        (1u32..50, prop::array::uniform3(0u32..4), any::<u32>()),
+        1..400,
+    )
+    .prop_map(|rows| {
         let mut p = TermPostings::default();
         let mut doc = 0u32;
         for (i, (gap, mut tfs, seed)) in rows.into_iter().enumerate() {

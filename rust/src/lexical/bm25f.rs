@@ -28,23 +28,34 @@ pub struct Bm25fParams {
 
 impl Default for Bm25fParams {
     fn default() -> Self {
-        Bm25fParams { k1: 1.2, b: [0.75; FIELD_COUNT], weights: [2.0, 1.0, 1.0] }
+        Bm25fParams {
+            k1: 1.2,
+            b: [0.75; FIELD_COUNT],
+            weights: [2.0, 1.0, 1.0],
+        }
     }
 }
 
 impl Bm25fParams {
     pub fn validate(&self) -> Result<()> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
-            return Err(Error::InvalidArgument(format!("k1 must be >= 0, got {}", self.k1)));
+            return Err(Error::InvalidArgument(format!(
+                "k1 must be >= 0, got {}",
+                self.k1
+            )));
         }
         for f in 0..FIELD_COUNT {
             let b = self.b[f];
             if !(0.0..=1.0).contains(&b) {
-                return Err(Error::InvalidArgument(format!("b must be in [0, 1], got {b}")));
+                return Err(Error::InvalidArgument(format!(
+                    "b must be in [0, 1], got {b}"
+                )));
             }
             let w = self.weights[f];
             if !(w.is_finite() && w >= 0.0) {
-                return Err(Error::InvalidArgument(format!("field weight must be >= 0, got {w}")));
+                return Err(Error::InvalidArgument(format!(
+                    "field weight must be >= 0, got {w}"
+                )));
             }
         }
         Ok(())
@@ -95,7 +106,12 @@ impl FieldNorms {
                 slope[f] = (f64::from(params.b[f]) / avg[f]) as Score;
             }
         }
-        FieldNorms { k1: params.k1, weights: params.weights, base, slope }
+        FieldNorms {
+            k1: params.k1,
+            weights: params.weights,
+            base,
+            slope,
+        }
     }
 
     /// `w_f / norm_f(d)` for a document with these field lengths.
@@ -104,14 +120,23 @@ impl FieldNorms {
         let mut out = [0.0; FIELD_COUNT];
         for f in 0..FIELD_COUNT {
             let norm = self.base[f] + self.slope[f] * lens[f] as Score;
-            out[f] = if norm > 0.0 { self.weights[f] / norm } else { 0.0 };
+            out[f] = if norm > 0.0 {
+                self.weights[f] / norm
+            } else {
+                0.0
+            };
         }
         out
     }
 
     /// The saturated score of one term in one doc, and its pseudo-frequency tf̃.
     #[inline]
-    pub fn score(&self, idf: Score, tfs: [u32; FIELD_COUNT], factors: [Score; FIELD_COUNT]) -> Score {
+    pub fn score(
+        &self,
+        idf: Score,
+        tfs: [u32; FIELD_COUNT],
+        factors: [Score; FIELD_COUNT],
+    ) -> Score {
         let tf = pseudo_tf(tfs, factors);
         if tf > 0.0 {
             idf * tf / (self.k1 + tf)
@@ -154,7 +179,10 @@ mod tests {
     #[test]
     fn matches_the_formula() {
         let params = Bm25fParams::default();
-        let stats = CorpusStats { docs: 10, field_totals: [20, 100, 0] };
+        let stats = CorpusStats {
+            docs: 10,
+            field_totals: [20, 100, 0],
+        };
         let norms = FieldNorms::new(&params, &stats);
         let f = norms.doc_factors([1, 20, 0]);
         let s = norms.score(stats.idf(3), [1, 2, 0], f);

@@ -114,7 +114,10 @@ mod tests {
 
     #[test]
     fn overlong_varint_is_rejected() {
-        assert_eq!(ByteReader::new(&[0xff, 0xff, 0xff, 0xff, 0x7f]).varint(), None);
+        assert_eq!(
+            ByteReader::new(&[0xff, 0xff, 0xff, 0xff, 0x7f]).varint(),
+            None
+        );
         assert_eq!(ByteReader::new(&[0x80, 0x80]).varint(), None);
         assert_eq!(u32_at(&[1, 2, 3], 0), None);
         assert_eq!(u64_at(&[0; 8], usize::MAX - 2), None);

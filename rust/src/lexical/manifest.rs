@@ -72,7 +72,11 @@ pub fn tombstone_file(segment_file: &str, generation: u64) -> String {
 /// The segment id of a valid segment file name.
 pub fn parse_segment_file(name: &str) -> Option<u64> {
     let hex = name.strip_prefix("seg-")?.strip_suffix(".seg")?;
-    if hex.len() != 16 || !hex.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+    if hex.len() != 16
+        || !hex
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    {
         return None;
     }
     u64::from_str_radix(hex, 16).ok()
@@ -104,7 +108,10 @@ impl Manifest {
         let body = toml::to_string(self)
             .map_err(|e| Error::InvalidArgument(format!("cannot serialize the manifest: {e}")))?;
         let body = format!("{HEADER_COMMENT}{body}");
-        Ok(format!("checksum = \"{:08x}\"\n{body}", crc32fast::hash(body.as_bytes())))
+        Ok(format!(
+            "checksum = \"{:08x}\"\n{body}",
+            crc32fast::hash(body.as_bytes())
+        ))
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
@@ -120,16 +127,21 @@ impl Manifest {
     pub fn parse(path: &Path, bytes: &[u8]) -> Result<Manifest> {
         let bad = |d: String| Error::corrupt(path, d);
         let text = std::str::from_utf8(bytes).map_err(|_| bad("not utf-8".into()))?;
-        let (first, body) = text.split_once('\n').ok_or_else(|| bad("truncated".into()))?;
+        let (first, body) = text
+            .split_once('\n')
+            .ok_or_else(|| bad("truncated".into()))?;
         let stored = first
             .strip_prefix("checksum = \"")
             .and_then(|r| r.strip_suffix('"'))
             .ok_or_else(|| bad("first line is not the checksum".into()))?;
         let actual = format!("{:08x}", crc32fast::hash(body.as_bytes()));
         if stored != actual {
-            return Err(bad(format!("checksum mismatch (stored {stored}, computed {actual})")));
+            return Err(bad(format!(
+                "checksum mismatch (stored {stored}, computed {actual})"
+            )));
         }
-        let m: Manifest = toml::from_str(body).map_err(|e| bad(format!("bad toml: {}", e.message())))?;
+        let m: Manifest =
+            toml::from_str(body).map_err(|e| bad(format!("bad toml: {}", e.message())))?;
         if m.format_version != MANIFEST_FORMAT_VERSION {
             return Err(Error::FormatVersion {
                 path: path.to_path_buf(),
@@ -151,7 +163,10 @@ impl Manifest {
             }
             ids.push(id);
             if s.deleted > s.docs || (s.deleted > 0) != s.tombstones.is_some() {
-                return Err(format!("segment '{}' has inconsistent deletion counts", s.file));
+                return Err(format!(
+                    "segment '{}' has inconsistent deletion counts",
+                    s.file
+                ));
             }
             if let Some(t) = &s.tombstones {
                 if !valid_tombstone_name(&s.file, t) {
@@ -165,7 +180,10 @@ impl Manifest {
             return Err("a segment is listed twice".into());
         }
         if live != self.doc_count {
-            return Err(format!("doc_count {} but segments hold {live} live docs", self.doc_count));
+            return Err(format!(
+                "doc_count {} but segments hold {live} live docs",
+                self.doc_count
+            ));
         }
         Ok(())
     }
@@ -207,7 +225,12 @@ mod tests {
         m.watermark = 99;
         m.next_segment_id = 2;
         m.doc_count = 9;
-        m.segments.push(SegmentMeta { file: segment_file(0), docs: 5, deleted: 0, tombstones: None });
+        m.segments.push(SegmentMeta {
+            file: segment_file(0),
+            docs: 5,
+            deleted: 0,
+            tombstones: None,
+        });
         m.segments.push(SegmentMeta {
             file: segment_file(1),
             docs: 5,
@@ -221,7 +244,10 @@ mod tests {
     fn round_trip_and_names() {
         let m = sample();
         let text = m.to_text().unwrap();
-        assert_eq!(Manifest::parse(Path::new("meta.toml"), text.as_bytes()).unwrap(), m);
+        assert_eq!(
+            Manifest::parse(Path::new("meta.toml"), text.as_bytes()).unwrap(),
+            m
+        );
         assert_eq!(m.files().count(), 3);
         assert!(is_engine_file("seg-0000000000000001.seg"));
         assert!(is_engine_file("seg-0000000000000001.3.del"));
@@ -235,12 +261,18 @@ mod tests {
         let text = sample().to_text().unwrap();
         let p = Path::new("meta.toml");
         for cut in 0..text.len() {
-            assert!(Manifest::parse(p, &text.as_bytes()[..cut]).is_err(), "cut {cut}");
+            assert!(
+                Manifest::parse(p, &text.as_bytes()[..cut]).is_err(),
+                "cut {cut}"
+            );
         }
         let evil = sample();
         let mut evil2 = evil.clone();
         evil2.segments[0].file = "../../etc/passwd".into();
         let t = evil2.to_text().unwrap();
-        assert!(matches!(Manifest::parse(p, t.as_bytes()), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            Manifest::parse(p, t.as_bytes()),
+            Err(Error::Corrupt { .. })
+        ));
     }
 }

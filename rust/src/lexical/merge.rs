@@ -33,8 +33,9 @@ pub fn plan(segments: &[SegmentMeta]) -> Vec<Vec<usize>> {
     let max_tier = segments.iter().map(|s| tier(s.live())).max().unwrap_or(0);
     (0..=max_tier)
         .map(|t| {
-            let members: Vec<usize> =
-                (0..segments.len()).filter(|&i| tier(segments[i].live()) == t).collect();
+            let members: Vec<usize> = (0..segments.len())
+                .filter(|&i| tier(segments[i].live()) == t)
+                .collect();
             members
         })
         .filter(|m| m.len() >= MERGE_FACTOR)
@@ -65,11 +66,18 @@ pub fn merge_segments(sources: &[MergeSource<'_>]) -> Result<(Vec<u8>, u32)> {
         }
         maps.push(map);
     }
-    let dicts = sources.iter().map(|s| s.reader.termdict()).collect::<Result<Vec<_>>>()?;
+    let dicts = sources
+        .iter()
+        .map(|s| s.reader.termdict())
+        .collect::<Result<Vec<_>>>()?;
     let mut heap = BinaryHeap::new();
     for (si, dict) in dicts.iter().enumerate() {
         if !dict.is_empty() {
-            heap.push(Reverse((dict.term(0).map_err(|m| sources[si].reader.corrupt(m))?, si, 0usize)));
+            heap.push(Reverse((
+                dict.term(0).map_err(|m| sources[si].reader.corrupt(m))?,
+                si,
+                0usize,
+            )));
         }
     }
     let mut ser = SegmentSerializer::new();
@@ -87,7 +95,9 @@ pub fn merge_segments(sources: &[MergeSource<'_>]) -> Result<(Vec<u8>, u32)> {
             let info = dicts[si].info(ti).map_err(corrupt)?;
             let mut c = src.reader.cursor(info)?;
             while c.doc() != TERMINATED {
-                let new = *maps[si].get(c.doc() as usize).ok_or(corrupt(Malformed("doc ordinal")))?;
+                let new = *maps[si]
+                    .get(c.doc() as usize)
+                    .ok_or(corrupt(Malformed("doc ordinal")))?;
                 if new != TERMINATED {
                     out.docs.push(new);
                     let tfs = c.tfs();
@@ -95,7 +105,9 @@ pub fn merge_segments(sources: &[MergeSource<'_>]) -> Result<(Vec<u8>, u32)> {
                     for (f, &tf) in tfs.iter().enumerate() {
                         c.positions(f, &mut buf).map_err(corrupt)?;
                         if buf.len() != tf as usize {
-                            return Err(corrupt(Malformed("positions disagree with term frequency")));
+                            return Err(corrupt(Malformed(
+                                "positions disagree with term frequency",
+                            )));
                         }
                         out.positions.extend_from_slice(&buf);
                     }
@@ -121,7 +133,12 @@ mod tests {
     use super::*;
 
     fn meta(live: u32) -> SegmentMeta {
-        SegmentMeta { file: String::new(), docs: live, deleted: 0, tombstones: None }
+        SegmentMeta {
+            file: String::new(),
+            docs: live,
+            deleted: 0,
+            tombstones: None,
+        }
     }
 
     #[test]

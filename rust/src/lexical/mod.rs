@@ -18,7 +18,8 @@
 //!
 //! Modules: `codec` (varints), `postings`, `termdict`, `segment` (file format), `writer`
 //! (in-memory build), `tombstone`, `manifest`, `merge` (policy and merger), `bm25f`
-//! (scoring), `query` (matching), `topk`, `index` (the public [`Index`]).
+//! (scoring), `query` (matching), `topk`, `index` (the public [`Index`] and snapshots),
+//! `update` (commit, rebuild, merge) and `search`.
 
 mod bm25f;
 mod codec;
@@ -27,16 +28,19 @@ mod manifest;
 mod merge;
 pub mod postings;
 mod query;
+mod search;
 mod segment;
 mod termdict;
 mod tombstone;
 pub mod topk;
+mod update;
 mod writer;
 
 pub use bm25f::Bm25fParams;
-pub use index::{Contribution, Hits, Index, LoadedSegment, Snapshot};
+pub use index::{Index, LoadedSegment, Snapshot};
 pub use manifest::{Manifest, SegmentMeta};
 pub use query::{Clause, Query};
+pub use search::{Contribution, Hits};
 pub use segment::{SegmentReader, SegmentSerializer};
 pub use tombstone::Tombstones;
 pub use writer::build_segment;

@@ -144,7 +144,9 @@ impl<'a> PostingsCursor<'a> {
             return Err(Malformed("term document frequency out of range"));
         }
         let skip_len = n_blocks * SKIP_ENTRY_BYTES;
-        let skips = postings.get(..skip_len).ok_or(Malformed("skip table out of bounds"))?;
+        let skips = postings
+            .get(..skip_len)
+            .ok_or(Malformed("skip table out of bounds"))?;
         let mut c = PostingsCursor {
             skips,
             data: &postings[skip_len..],
@@ -174,13 +176,21 @@ impl<'a> PostingsCursor<'a> {
     }
 
     fn load_block(&mut self, b: usize) -> Result<(), Malformed> {
-        let (base, start) = if b == 0 { (0, 0) } else { (self.skip(b - 1, 0)?, self.skip(b - 1, 1)?) };
+        let (base, start) = if b == 0 {
+            (0, 0)
+        } else {
+            (self.skip(b - 1, 0)?, self.skip(b - 1, 1)?)
+        };
         let end = self.skip(b, 1)?;
         let bytes = self
             .data
             .get(start as usize..end as usize)
             .ok_or(Malformed("postings block out of bounds"))?;
-        let n = if b + 1 == self.n_blocks { self.df as usize - b * BLOCK_LEN } else { BLOCK_LEN };
+        let n = if b + 1 == self.n_blocks {
+            self.df as usize - b * BLOCK_LEN
+        } else {
+            BLOCK_LEN
+        };
         let mut r = ByteReader::new(bytes);
         let mut prev = base;
         for i in 0..n {
@@ -188,7 +198,9 @@ impl<'a> PostingsCursor<'a> {
             if delta == 0 && (b > 0 || i > 0) {
                 return Err(Malformed("doc ordinals not increasing"));
             }
-            let doc = prev.checked_add(delta).ok_or(Malformed("doc ordinal overflow"))?;
+            let doc = prev
+                .checked_add(delta)
+                .ok_or(Malformed("doc ordinal overflow"))?;
             if doc >= self.max_doc {
                 return Err(Malformed("doc ordinal out of range"));
             }
@@ -276,16 +288,24 @@ impl<'a> PostingsCursor<'a> {
         if self.pos_block != self.block || self.pos_doc > self.idx {
             self.pos_block = self.block;
             self.pos_doc = 0;
-            self.pos_at = if self.block == 0 { 0 } else { self.skip(self.block - 1, 2)? as usize };
+            self.pos_at = if self.block == 0 {
+                0
+            } else {
+                self.skip(self.block - 1, 2)? as usize
+            };
         }
         let end = self.skip(self.block, 2)? as usize;
-        let bytes = self.positions.get(..end).ok_or(Malformed("positions out of bounds"))?;
+        let bytes = self
+            .positions
+            .get(..end)
+            .ok_or(Malformed("positions out of bounds"))?;
         let mut r = ByteReader::new(bytes.get(self.pos_at..).ok_or(Malformed("positions"))?);
         let mut skip = 0usize;
         for d in self.pos_doc..self.idx {
             skip += self.tfs[d].iter().map(|&t| t as usize).sum::<usize>();
         }
-        r.skip_varints(skip).ok_or(Malformed("truncated positions"))?;
+        r.skip_varints(skip)
+            .ok_or(Malformed("truncated positions"))?;
         self.pos_at += r.pos();
         self.pos_doc = self.idx;
         let mut r = ByteReader::new(&bytes[self.pos_at..]);
@@ -318,8 +338,8 @@ mod tests {
             let tfs = [i % 2, 1 + i % 3, 0];
             p.docs.push(doc);
             p.tfs.push(tfs);
-            for f in 0..FIELD_COUNT {
-                for k in 0..tfs[f] {
+            for (f, &tf) in tfs.iter().enumerate() {
+                for k in 0..tf {
                     p.positions.push(k * 2 + f as u32);
                 }
             }

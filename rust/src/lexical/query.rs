@@ -90,7 +90,9 @@ impl Prepared {
             let mut alts = Vec::with_capacity(c.alternatives.len());
             for (t, w) in &c.alternatives {
                 if !(w.is_finite() && *w >= 0.0) {
-                    return Err(Error::InvalidArgument(format!("weight of '{t}' must be >= 0, got {w}")));
+                    return Err(Error::InvalidArgument(format!(
+                        "weight of '{t}' must be >= 0, got {w}"
+                    )));
                 }
                 alts.push((intern(t), *w));
             }
@@ -101,15 +103,23 @@ impl Prepared {
             let min = ph.iter().map(|(_, o)| *o).min().unwrap_or(0);
             let mut out = Vec::with_capacity(ph.len());
             for (t, o) in ph {
-                let off = u32::try_from(o - min)
-                    .map_err(|_| Error::InvalidArgument(format!("phrase position {o} out of range")))?;
+                let off = u32::try_from(o - min).map_err(|_| {
+                    Error::InvalidArgument(format!("phrase position {o} out of range"))
+                })?;
                 out.push((intern(t), off));
             }
             phrases.push(out);
         }
         let strict = q.require_all && (clauses.iter().any(|c| c.1) || !phrases.is_empty());
         let idf = vec![0.0; terms.len()];
-        Ok(Prepared { terms, idf, clauses, phrases, strict, norms })
+        Ok(Prepared {
+            terms,
+            idf,
+            clauses,
+            phrases,
+            strict,
+            norms,
+        })
     }
 }
 
@@ -124,7 +134,11 @@ pub struct SegmentView<'a> {
 }
 
 /// Matches and scores one segment; returns its best `limit` hits and its match count.
-pub fn search_segment(p: &Prepared, seg: &SegmentView<'_>, limit: usize) -> Result<(TopK<HitKey>, u64)> {
+pub fn search_segment(
+    p: &Prepared,
+    seg: &SegmentView<'_>,
+    limit: usize,
+) -> Result<(TopK<HitKey>, u64)> {
     let mut cursors = Vec::with_capacity(seg.infos.len());
     for info in seg.infos {
         cursors.push(match info {
@@ -140,7 +154,11 @@ pub fn search_segment(p: &Prepared, seg: &SegmentView<'_>, limit: usize) -> Resu
         total: 0,
         bufs: vec![Vec::new(); p.phrases.iter().map(Vec::len).max().unwrap_or(0)],
     };
-    let run = if p.strict { s.run_strict() } else { s.run_relaxed() };
+    let run = if p.strict {
+        s.run_strict()
+    } else {
+        s.run_relaxed()
+    };
     match run {
         Ok(()) => Ok((s.top, s.total)),
         Err(SearchError::Malformed(m)) => Err(seg.reader.corrupt(m)),
@@ -193,11 +211,20 @@ impl Searcher<'_, '_> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for (alts, required) in &p.clauses {
             if *required {
-                groups.push(alts.iter().map(|a| a.0).filter(|&t| self.cursors[t].is_some()).collect());
+                groups.push(
+                    alts.iter()
+                        .map(|a| a.0)
+                        .filter(|&t| self.cursors[t].is_some())
+                        .collect(),
+                );
             }
         }
         for ph in &p.phrases {
-            groups.extend(ph.iter().map(|&(t, _)| vec![t]).filter(|g| self.cursors[g[0]].is_some()));
+            groups.extend(
+                ph.iter()
+                    .map(|&(t, _)| vec![t])
+                    .filter(|g| self.cursors[g[0]].is_some()),
+            );
             if ph.iter().any(|&(t, _)| self.cursors[t].is_none()) {
                 return Ok(());
             }
@@ -206,7 +233,10 @@ impl Searcher<'_, '_> {
             return Ok(());
         }
         let cost = |g: &Vec<usize>| -> u64 {
-            g.iter().filter_map(|&t| self.cursors[t].as_ref()).map(|c| u64::from(c.df())).sum()
+            g.iter()
+                .filter_map(|&t| self.cursors[t].as_ref())
+                .map(|c| u64::from(c.df()))
+                .sum()
         };
         groups.sort_by_key(cost);
         let (driver, rest) = groups.split_first().ok_or(Malformed("no groups"))?;
@@ -228,7 +258,12 @@ impl Searcher<'_, '_> {
     }
 
     fn run_relaxed(&mut self) -> Step<()> {
-        let mut all: Vec<usize> = self.p.clauses.iter().flat_map(|c| c.0.iter().map(|a| a.0)).collect();
+        let mut all: Vec<usize> = self
+            .p
+            .clauses
+            .iter()
+            .flat_map(|c| c.0.iter().map(|a| a.0))
+            .collect();
         all.sort_unstable();
         all.dedup();
         all.retain(|&t| self.cursors[t].is_some());
@@ -257,7 +292,8 @@ impl Searcher<'_, '_> {
 
     #[inline]
     fn live(&self, d: DocOrd) -> bool {
-        !self.seg.dead.is_some_and(|t| t.contains(d)) && self.seg.allowed.is_none_or(|a| a.contains(d))
+        !self.seg.dead.is_some_and(|t| t.contains(d))
+            && self.seg.allowed.is_none_or(|a| a.contains(d))
     }
 
     fn phrases_match(&mut self, d: DocOrd) -> Step<bool> {
@@ -265,7 +301,9 @@ impl Searcher<'_, '_> {
         'phrase: for ph in &p.phrases {
             'field: for f in 0..FIELD_COUNT {
                 for (i, &(t, _)) in ph.iter().enumerate() {
-                    let Some(c) = self.cursors[t].as_mut() else { return Ok(false) };
+                    let Some(c) = self.cursors[t].as_mut() else {
+                        return Ok(false);
+                    };
                     if c.doc() != d || c.tfs()[f] == 0 {
                         continue 'field;
                     }
@@ -273,9 +311,13 @@ impl Searcher<'_, '_> {
                 }
                 let (first, off0) = (&self.bufs[0], ph[0].1);
                 for &p0 in first {
-                    let Some(start) = p0.checked_sub(off0) else { continue };
+                    let Some(start) = p0.checked_sub(off0) else {
+                        continue;
+                    };
                     let all = ph.iter().enumerate().skip(1).all(|(i, &(_, off))| {
-                        start.checked_add(off).is_some_and(|want| self.bufs[i].binary_search(&want).is_ok())
+                        start
+                            .checked_add(off)
+                            .is_some_and(|want| self.bufs[i].binary_search(&want).is_ok())
                     });
                     if all {
                         continue 'phrase;
@@ -304,21 +346,27 @@ impl Searcher<'_, '_> {
         }
         if self.top.would_accept(score) {
             let kbid = self.seg.reader.kbid(d)?;
-            self.top.push(Scored { score, key: (kbid, self.seg.index, d) });
+            self.top.push(Scored {
+                score,
+                key: (kbid, self.seg.index, d),
+            });
         }
         Ok(())
     }
 }
 
-/// Per-clause field masks and, with `explain`, the `(clause, term index, field, score)`
-/// contributions of one hit, recomputed with fresh cursors.
+/// One `explain` part: `(clause, term index, field index, score)`.
+pub type Part = (u32, usize, usize, Score);
+
+/// Per-clause field masks and, with `explain`, the contributions of one hit, recomputed
+/// with fresh cursors.
 pub fn hit_details(
     p: &Prepared,
     reader: &SegmentReader,
     infos: &[Option<TermInfo>],
     d: DocOrd,
     explain: bool,
-) -> Result<(Vec<u8>, Vec<(u32, usize, usize, Score)>)> {
+) -> Result<(Vec<u8>, Vec<Part>)> {
     let mut tfs: Vec<Option<[u32; FIELD_COUNT]>> = Vec::with_capacity(infos.len());
     for info in infos {
         let mut v = None;

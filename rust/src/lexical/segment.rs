@@ -75,7 +75,11 @@ impl SegmentSerializer {
         let bad = |m: Malformed| Error::InvalidArgument(m.0.to_string());
         let (postings_off, positions_off) =
             serialize_term(p, &mut self.postings, &mut self.positions).map_err(bad)?;
-        let info = TermInfo { df: p.len() as u32, postings_off, positions_off };
+        let info = TermInfo {
+            df: p.len() as u32,
+            postings_off,
+            positions_off,
+        };
         self.dict.add(term, info).map_err(bad)?;
         self.last_term = Some(term.to_vec());
         Ok(())
@@ -154,7 +158,9 @@ impl SegmentReader {
         for (i, s) in sections.iter_mut().enumerate() {
             let off = u64_at(p, 32 + i * 16).ok_or_else(|| bad("header"))?;
             let len = u64_at(p, 40 + i * 16).ok_or_else(|| bad("header"))?;
-            let end = off.checked_add(len).ok_or_else(|| bad("section bounds overflow"))?;
+            let end = off
+                .checked_add(len)
+                .ok_or_else(|| bad("section bounds overflow"))?;
             if off < HEADER_LEN as u64 || end > p.len() as u64 {
                 return Err(bad(&format!("section {i} lies outside the file")));
             }
@@ -174,7 +180,13 @@ impl SegmentReader {
                 return Err(bad(&format!("section {i} has the wrong size")));
             }
         }
-        Ok(SegmentReader { file, doc_count, term_count, field_totals, sections })
+        Ok(SegmentReader {
+            file,
+            doc_count,
+            term_count,
+            field_totals,
+            sections,
+        })
     }
 
     fn section(&self, i: usize) -> &[u8] {
@@ -224,7 +236,8 @@ impl SegmentReader {
         let (mut lo, mut hi) = (0usize, self.doc_count as usize);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let ord = u32_at(order, mid * 4).ok_or_else(|| self.corrupt(Malformed("kbid order")))?;
+            let ord =
+                u32_at(order, mid * 4).ok_or_else(|| self.corrupt(Malformed("kbid order")))?;
             match self.kbid(ord)?.cmp(kbid) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
@@ -259,10 +272,16 @@ impl SegmentReader {
 
     pub fn cursor(&self, info: TermInfo) -> Result<PostingsCursor<'_>> {
         let bad = || self.corrupt(Malformed("term postings offset out of bounds"));
-        let postings = self.section(POSTINGS).get(info.postings_off as usize..).ok_or_else(bad)?;
-        let positions =
-            self.section(POSITIONS).get(info.positions_off as usize..).ok_or_else(bad)?;
-        PostingsCursor::new(postings, positions, info.df, self.doc_count).map_err(|m| self.corrupt(m))
+        let postings = self
+            .section(POSTINGS)
+            .get(info.postings_off as usize..)
+            .ok_or_else(bad)?;
+        let positions = self
+            .section(POSITIONS)
+            .get(info.positions_off as usize..)
+            .ok_or_else(bad)?;
+        PostingsCursor::new(postings, positions, info.df, self.doc_count)
+            .map_err(|m| self.corrupt(m))
     }
 
     /// Decodes every term, posting and position: the deep check behind `verify`.
@@ -290,7 +309,9 @@ impl SegmentReader {
                 c.advance().map_err(corrupt)?;
             }
             if n != c.df() {
-                return Err(corrupt(Malformed("postings length disagrees with document frequency")));
+                return Err(corrupt(Malformed(
+                    "postings length disagrees with document frequency",
+                )));
             }
         }
         Ok(())

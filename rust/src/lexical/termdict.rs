@@ -46,7 +46,8 @@ impl TermDictSerializer {
 
     pub fn add(&mut self, term: &[u8], info: TermInfo) -> Result<(), Malformed> {
         self.bytes.extend_from_slice(term);
-        let end = u32::try_from(self.bytes.len()).map_err(|_| Malformed("term bytes exceed 4 GiB"))?;
+        let end =
+            u32::try_from(self.bytes.len()).map_err(|_| Malformed("term bytes exceed 4 GiB"))?;
         put_u32(&mut self.offsets, end);
         put_u32(&mut self.infos, info.df);
         put_u64(&mut self.infos, info.postings_off);
@@ -80,7 +81,12 @@ impl<'a> TermDictReader<'a> {
         if offsets.len() != (count + 1) * 4 || infos.len() != count * TERM_INFO_BYTES {
             return Err(Malformed("term dictionary sections have the wrong size"));
         }
-        Ok(TermDictReader { offsets, bytes, infos, count })
+        Ok(TermDictReader {
+            offsets,
+            bytes,
+            infos,
+            count,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -132,7 +138,11 @@ mod tests {
         let mut s = TermDictSerializer::new();
         let terms = ["alpha", "beta", "delta", "gamma", "é"];
         for (i, t) in terms.iter().enumerate() {
-            let info = TermInfo { df: i as u32 + 1, postings_off: i as u64 * 10, positions_off: 7 };
+            let info = TermInfo {
+                df: i as u32 + 1,
+                postings_off: i as u64 * 10,
+                positions_off: 7,
+            };
             s.add(t.as_bytes(), info).unwrap();
         }
         let r = TermDictReader::new(&s.offsets, &s.bytes, &s.infos, terms.len()).unwrap();

@@ -26,7 +26,10 @@ pub struct Tombstones {
 
 impl Tombstones {
     pub fn new(doc_count: u32) -> Self {
-        Tombstones { doc_count, words: vec![0; (doc_count as usize).div_ceil(64)] }
+        Tombstones {
+            doc_count,
+            words: vec![0; (doc_count as usize).div_ceil(64)],
+        }
     }
 
     pub fn doc_count(&self) -> u32 {
@@ -35,7 +38,9 @@ impl Tombstones {
 
     #[inline]
     pub fn contains(&self, doc: DocOrd) -> bool {
-        self.words.get(doc as usize / 64).is_some_and(|w| w >> (doc % 64) & 1 == 1)
+        self.words
+            .get(doc as usize / 64)
+            .is_some_and(|w| w >> (doc % 64) & 1 == 1)
     }
 
     /// Sets `doc`; returns true if it was not set before. Ignores out-of-range ordinals.

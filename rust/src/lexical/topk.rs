@@ -29,7 +29,10 @@ impl<K: Ord> PartialOrd for Scored<K> {
 }
 impl<K: Ord> Ord for Scored<K> {
     fn cmp(&self, other: &Self) -> Ordering {
-        other.score.total_cmp(&self.score).then_with(|| self.key.cmp(&other.key))
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.key.cmp(&other.key))
     }
 }
 
@@ -41,13 +44,17 @@ pub struct TopK<K: Ord> {
 
 impl<K: Ord> TopK<K> {
     pub fn new(k: usize) -> Self {
-        TopK { k, heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1) }
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1),
+        }
     }
 
     /// Whether an item with this score could enter (cheap pre-check before building a key).
     #[inline]
     pub fn would_accept(&self, score: Score) -> bool {
-        self.k > 0 && (self.heap.len() < self.k || self.heap.peek().is_some_and(|w| score >= w.score))
+        self.k > 0
+            && (self.heap.len() < self.k || self.heap.peek().is_some_and(|w| score >= w.score))
     }
 
     #[inline]

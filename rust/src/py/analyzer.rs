@@ -35,7 +35,10 @@ impl CharOffsets {
     fn get(&self, byte: usize) -> usize {
         match &self.0 {
             None => byte,
-            Some(m) => m.get(byte).copied().unwrap_or_else(|| m.last().copied().unwrap_or(0)) as usize,
+            Some(m) => m
+                .get(byte)
+                .copied()
+                .unwrap_or_else(|| m.last().copied().unwrap_or(0)) as usize,
         }
     }
 }
@@ -44,7 +47,9 @@ impl CharOffsets {
 impl PyAnalyzer {
     #[new]
     fn new() -> Self {
-        PyAnalyzer { inner: Arc::new(Analyzer::new()) }
+        PyAnalyzer {
+            inner: Arc::new(Analyzer::new()),
+        }
     }
 
     #[getter]
@@ -55,7 +60,8 @@ impl PyAnalyzer {
     fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {
         py.detach(|| {
             let mut out = Vec::new();
-            self.inner.analyze(text, |t, _, _, _| out.push(t.to_string()));
+            self.inner
+                .analyze(text, |t, _, _, _| out.push(t.to_string()));
             out
         })
     }

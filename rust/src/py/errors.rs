@@ -10,7 +10,9 @@
 //! When `kbdb.errors` cannot be imported (the module used on its own), the fallbacks are
 //! `RuntimeError`, `ValueError` and `LookupError`.
 
-use pyo3::exceptions::{PyFileNotFoundError, PyLookupError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyLookupError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use crate::error::Error;
@@ -34,10 +36,12 @@ impl From<Error> for PyErr {
                 }
             }
             Error::Corrupt { .. } | Error::FormatVersion { .. } => Python::attach(|py| {
-                kbdb_error(py, "IndexCorruptError", &msg).unwrap_or_else(|| PyRuntimeError::new_err(msg))
+                kbdb_error(py, "IndexCorruptError", &msg)
+                    .unwrap_or_else(|| PyRuntimeError::new_err(msg))
             }),
             Error::InvalidArgument(_) | Error::DimensionMismatch { .. } => Python::attach(|py| {
-                kbdb_error(py, "InvalidArgumentError", &msg).unwrap_or_else(|| PyValueError::new_err(msg))
+                kbdb_error(py, "InvalidArgumentError", &msg)
+                    .unwrap_or_else(|| PyValueError::new_err(msg))
             }),
             Error::NotFound(_) => Python::attach(|py| {
                 kbdb_error(py, "NotFoundError", &msg).unwrap_or_else(|| PyLookupError::new_err(msg))

@@ -15,11 +15,18 @@ pub struct PyIndex {
 }
 
 type Section = (String, String, String, String);
+/// `(clause, term, field, score)`, as `Hits.explain` returns it.
+type ExplainPart = (u32, String, &'static str, f32);
 
 fn to_docs(sections: Vec<Section>) -> Result<Vec<Doc>> {
     sections
         .into_iter()
-        .map(|(kbid, heading, body, code)| Ok(Doc { kbid: parse_kbid(&kbid)?, fields: [heading, body, code] }))
+        .map(|(kbid, heading, body, code)| {
+            Ok(Doc {
+                kbid: parse_kbid(&kbid)?,
+                fields: [heading, body, code],
+            })
+        })
         .collect()
 }
 
@@ -33,7 +40,9 @@ impl PyIndex {
     #[pyo3(signature = (path, *, create = false))]
     fn open(py: Python<'_>, path: PathBuf, create: bool) -> PyResult<PyIndex> {
         let index = py.detach(|| Index::open(&path, create))?;
-        Ok(PyIndex { inner: Arc::new(index) })
+        Ok(PyIndex {
+            inner: Arc::new(index),
+        })
     }
 
     fn reload(&self, py: Python<'_>) -> PyResult<bool> {
@@ -122,13 +131,20 @@ impl PyIndex {
             let q = Query {
                 clauses: clauses
                     .into_iter()
-                    .map(|(alternatives, required)| Clause { alternatives, required })
+                    .map(|(alternatives, required)| Clause {
+                        alternatives,
+                        required,
+                    })
                     .collect(),
                 phrases,
                 require_all,
                 limit,
                 allow: allow.as_deref().map(to_kbids).transpose()?,
-                params: Bm25fParams { k1, b: [b.0, b.1, b.2], weights: [weights.0, weights.1, weights.2] },
+                params: Bm25fParams {
+                    k1,
+                    b: [b.0, b.1, b.2],
+                    weights: [weights.0, weights.1, weights.2],
+                },
                 explain,
             };
             self.inner.search(&q)
@@ -166,7 +182,11 @@ impl PyHits {
 
     #[getter]
     fn matched(&self) -> Vec<Vec<u32>> {
-        self.hits.matched.iter().map(|m| m.iter().map(|&b| u32::from(b)).collect()).collect()
+        self.hits
+            .matched
+            .iter()
+            .map(|m| m.iter().map(|&b| u32::from(b)).collect())
+            .collect()
     }
 
     #[getter]
@@ -175,10 +195,14 @@ impl PyHits {
     }
 
     #[getter]
-    fn explain(&self) -> Option<Vec<Vec<(u32, String, &'static str, f32)>>> {
+    fn explain(&self) -> Option<Vec<Vec<ExplainPart>>> {
         self.hits.explain.as_ref().map(|e| {
             e.iter()
-                .map(|hit| hit.iter().map(|c| (c.clause, c.term.clone(), c.field, c.score)).collect())
+                .map(|hit| {
+                    hit.iter()
+                        .map(|c| (c.clause, c.term.clone(), c.field, c.score))
+                        .collect()
+                })
                 .collect()
         })
     }
@@ -188,6 +212,10 @@ impl PyHits {
     }
 
     fn __repr__(&self) -> String {
-        format!("Hits(len={}, total={})", self.hits.kbids.len(), self.hits.total)
+        format!(
+            "Hits(len={}, total={})",
+            self.hits.kbids.len(),
+            self.hits.total
+        )
     }
 }

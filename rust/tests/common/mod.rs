@@ -1,7 +1,7 @@
 //! Shared test helpers: deterministic random sections and a naive BM25F reference that
 //! works straight from the documents (no index structures).
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::needless_range_loop)] // the reference reads like the formula
 
 use std::collections::HashMap;
 
@@ -29,7 +29,8 @@ impl Rng {
 pub const WORDS: &[&str] = &[
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
     "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango",
-    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "kernel", "socket", "buffer", "vector",
+    "uniform", "victor", "whiskey", "xray", "yankee", "zulu", "kernel", "socket", "buffer",
+    "vector",
 ];
 
 pub fn kbid(i: u64) -> Kbid {
@@ -62,7 +63,11 @@ pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
     (0..n)
         .map(|i| Doc {
             kbid: kbid(first_id + i as u64),
-            fields: [text(rng, 4, false), text(rng, 30, true), text(rng, 6, false)],
+            fields: [
+                text(rng, 4, false),
+                text(rng, 30, true),
+                text(rng, 6, false),
+            ],
         })
         .collect()
 }
@@ -77,7 +82,11 @@ pub struct Analyzed {
 pub fn analyze(analyzer: &Analyzer, docs: &[Doc]) -> Vec<Analyzed> {
     docs.iter()
         .map(|d| {
-            let mut a = Analyzed { kbid: d.kbid, fields: Default::default(), lens: [0; 3] };
+            let mut a = Analyzed {
+                kbid: d.kbid,
+                fields: Default::default(),
+                lens: [0; 3],
+            };
             for f in 0..3 {
                 analyzer.analyze(&d.fields[f], |t, pos, _, _| {
                     a.lens[f] += 1;
@@ -100,11 +109,15 @@ pub struct RefQuery {
 
 fn phrase_matches(d: &Analyzed, ph: &[(String, u32)]) -> bool {
     (0..3).any(|f| {
-        let Some(first) = d.fields[f].get(&ph[0].0) else { return false };
+        let Some(first) = d.fields[f].get(&ph[0].0) else {
+            return false;
+        };
         first.iter().any(|&p0| {
             p0 >= ph[0].1
                 && ph.iter().all(|(t, off)| {
-                    d.fields[f].get(t).is_some_and(|ps| ps.contains(&(p0 - ph[0].1 + off)))
+                    d.fields[f]
+                        .get(t)
+                        .is_some_and(|ps| ps.contains(&(p0 - ph[0].1 + off)))
                 })
         })
     })
@@ -112,7 +125,11 @@ fn phrase_matches(d: &Analyzed, ph: &[(String, u32)]) -> bool {
 
 /// BM25F straight from the definition over `corpus` (the stats population) for the docs
 /// in `live`; returns kbid → score for every matching doc.
-pub fn reference_scores(corpus: &[Analyzed], live: &[&Analyzed], q: &RefQuery) -> HashMap<Kbid, f64> {
+pub fn reference_scores(
+    corpus: &[Analyzed],
+    live: &[&Analyzed],
+    q: &RefQuery,
+) -> HashMap<Kbid, f64> {
     let n = corpus.len() as f64;
     let mut avg = [0f64; 3];
     for d in corpus {
@@ -120,13 +137,21 @@ pub fn reference_scores(corpus: &[Analyzed], live: &[&Analyzed], q: &RefQuery) -
             avg[f] += d.lens[f] as f64 / n;
         }
     }
-    let df = |t: &str| corpus.iter().filter(|d| (0..3).any(|f| d.fields[f].contains_key(t))).count() as f64;
+    let df = |t: &str| {
+        corpus
+            .iter()
+            .filter(|d| (0..3).any(|f| d.fields[f].contains_key(t)))
+            .count() as f64
+    };
     let has = |d: &Analyzed, t: &str| (0..3).any(|f| d.fields[f].contains_key(t));
     let strict = q.strict && (q.clauses.iter().any(|c| c.1) || !q.phrases.is_empty());
     let mut out = HashMap::new();
     for d in live {
         let matches = if strict {
-            q.clauses.iter().filter(|c| c.1).all(|c| c.0.iter().any(|(t, _)| has(d, t)))
+            q.clauses
+                .iter()
+                .filter(|c| c.1)
+                .all(|c| c.0.iter().any(|(t, _)| has(d, t)))
                 && q.phrases.iter().all(|ph| phrase_matches(d, ph))
         } else {
             q.clauses.iter().any(|c| c.0.iter().any(|(t, _)| has(d, t)))
@@ -142,7 +167,11 @@ pub fn reference_scores(corpus: &[Analyzed], live: &[&Analyzed], q: &RefQuery) -
                 for f in 0..3 {
                     let c = d.fields[f].get(t).map_or(0, Vec::len) as f64;
                     if c > 0.0 {
-                        let norm = if avg[f] > 0.0 { 1.0 - q.b[f] + q.b[f] * d.lens[f] as f64 / avg[f] } else { 1.0 };
+                        let norm = if avg[f] > 0.0 {
+                            1.0 - q.b[f] + q.b[f] * d.lens[f] as f64 / avg[f]
+                        } else {
+                            1.0
+                        };
                         tf += q.w[f] * c / norm;
                     }
                 }
