@@ -6,6 +6,7 @@
 //! previous manifest and all its files intact; leftovers are collected by the next write.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::{Arc, PoisonError};
 
 use super::index::{load_snapshot, LoadedSegment, Snapshot};
@@ -16,6 +17,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::format::write_atomic;
+use crate::text::Analyzer;
 
 fn check_unique(docs: &[Doc]) -> Result<()> {
     let mut seen = HashSet::with_capacity(docs.len());
@@ -37,6 +39,39 @@ fn check_watermark(w: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// An empty manifest that continues the generation and segment numbering of whatever is
+/// in `dir` (readable manifest or not), so no old file name is ever reused.
+fn fresh_manifest(dir: &Path, analyzer_id: &str) -> Manifest {
+    let old = Manifest::read(dir).ok();
+    let mut next_id = old.as_ref().map_or(0, |m| m.next_segment_id);
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if let Some(id) = parse_segment_file(&e.file_name().to_string_lossy()) {
+                next_id = next_id.max(id + 1);
+            }
+        }
+    }
+    let mut m = Manifest::empty(analyzer_id);
+    m.generation = old.map_or(1, |o| o.generation + 1);
+    m.next_segment_id = next_id;
+    m
+}
+
+/// Deletes engine files `m` no longer names (best effort: a failure only leaves garbage
+/// for the next cleanup). Never touches other files (`vectors.idx`, …).
+fn cleanup(dir: &Path, m: &Manifest) {
+    let keep: HashSet<&str> = m.files().collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if is_engine_file(&name) && !keep.contains(name.as_str()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 impl Index {
@@ -117,19 +152,8 @@ impl Index {
         check_watermark(watermark)?;
         check_unique(docs)?;
         let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let old = Manifest::read(&self.dir).ok();
-        let mut next_id = old.as_ref().map_or(0, |m| m.next_segment_id);
-        if let Ok(entries) = std::fs::read_dir(&self.dir) {
-            for e in entries.flatten() {
-                if let Some(id) = parse_segment_file(&e.file_name().to_string_lossy()) {
-                    next_id = next_id.max(id + 1);
-                }
-            }
-        }
-        let mut m = Manifest::empty(self.analyzer.id());
-        m.generation = old.map_or(1, |o| o.generation + 1);
+        let mut m = fresh_manifest(&self.dir, self.analyzer.id());
         m.watermark = watermark;
-        m.next_segment_id = next_id;
         let (bytes, counts) = build_segment(&self.analyzer, docs)?;
         let segments = if docs.is_empty() {
             Vec::new()
@@ -178,16 +202,19 @@ impl Index {
     /// Deletes engine files the manifest no longer names (best effort: a failure only
     /// leaves garbage for the next cleanup).
     fn cleanup(&self, m: &Manifest) {
-        let keep: HashSet<&str> = m.files().collect();
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if is_engine_file(&name) && !keep.contains(name.as_str()) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
+        cleanup(&self.dir, m);
+    }
+
+    /// Publishes an empty index in `dir` whatever its current state (missing, corrupt or
+    /// sound), then opens it: the way to repair an index that cannot be opened before a
+    /// rebuild. The generation continues when the old manifest is readable. Caller holds
+    /// the write lock.
+    pub fn reset(dir: &Path) -> Result<Index> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let m = fresh_manifest(dir, Analyzer::new().id());
+        m.write(dir)?;
+        cleanup(dir, &m);
+        Index::open(dir, false)
     }
 
     fn run_merges(&self, mut snap: Arc<Snapshot>, force: bool) -> Result<usize> {

@@ -37,9 +37,15 @@ fn to_kbids(kbids: &[String]) -> Result<Vec<Kbid>> {
 #[pymethods]
 impl PyIndex {
     #[staticmethod]
-    #[pyo3(signature = (path, *, create = false))]
-    fn open(py: Python<'_>, path: PathBuf, create: bool) -> PyResult<PyIndex> {
-        let index = py.detach(|| Index::open(&path, create))?;
+    #[pyo3(signature = (path, *, create = false, reset = false))]
+    fn open(py: Python<'_>, path: PathBuf, create: bool, reset: bool) -> PyResult<PyIndex> {
+        let index = py.detach(|| {
+            if reset {
+                Index::reset(&path)
+            } else {
+                Index::open(&path, create)
+            }
+        })?;
         Ok(PyIndex {
             inner: Arc::new(index),
         })
