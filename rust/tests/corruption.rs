@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::{random_docs, Rng};
 use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
-use kbdb_core::lexical::{Clause, Index, Query};
+use kbdb_core::lexical::{Clause, Index, Manifest, Query};
 use kbdb_core::Error;
 
 fn build(dir: &Path) {
@@ -160,6 +160,22 @@ fn missing_files_and_versions() {
         Index::open(dir.path(), false),
         Err(Error::Corrupt { .. })
     ));
+    // reset gives an empty index that a rebuild can fill; the old files are collected.
+    let generation = Manifest::read(dir.path()).unwrap().generation;
+    std::fs::write(dir.path().join("vectors.idx"), b"not ours").unwrap();
+    let index = Index::reset(dir.path()).unwrap();
+    assert_eq!((index.doc_count(), index.segment_count()), (0, 0));
+    assert_eq!(index.generation(), generation + 1);
+    index.rebuild(&random_docs(&mut Rng(6), 0, 10), 3).unwrap();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names.len(),
+        3,
+        "meta.toml, one segment, vectors.idx untouched: {names:?}"
+    );
     // rebuild repairs it.
     let broken = tempfile::tempdir().unwrap();
     build(broken.path());
