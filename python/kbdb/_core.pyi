@@ -9,6 +9,9 @@ Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError``
 """
 
 from collections.abc import Sequence
+from typing import final
+
+__all__ = ["__version__", "FIELD_HEADING", "FIELD_BODY", "FIELD_CODE", "Analyzer", "Index", "Hits"]
 
 __version__: str
 
@@ -16,6 +19,7 @@ FIELD_HEADING: int  # bit 1: matched in the heading field
 FIELD_BODY: int  # bit 2: matched in the body field
 FIELD_CODE: int  # bit 4: matched in the code field
 
+@final
 class Analyzer:
     """The one analyzer used for indexing and for queries (SPEC §4.1)."""
 
@@ -32,6 +36,7 @@ class Analyzer:
         """``(term, surface, position, optional)`` per query term. ``surface`` is the word as
         typed; ``optional`` marks the whole form of a split identifier."""
 
+@final
 class Hits:
     """Ranked lexical hits, best first."""
 
@@ -41,24 +46,30 @@ class Hits:
     def scores(self) -> list[float]: ...
     @property
     def matched(self) -> list[list[int]]:
-        """Per hit, per clause: the bitmask of fields (FIELD_*) where that clause matched;
-        0 when it did not match."""
+        """Per hit, per clause: the bitmask of fields (FIELD_*) where that clause matched
+        (any of its alternatives); 0 when it did not match."""
     @property
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
     @property
     def explain(self) -> list[list[tuple[int, str, str, float]]] | None:
         """With ``explain=True``: per hit, ``(clause, term, field, score)`` for every
-        contribution to its score. ``field`` is ``heading``, ``body`` or ``code``."""
+        contribution to its score. ``field`` is ``heading``, ``body`` or ``code``. A clause
+        contributes through its best alternative only; that term's BM25F score is split over
+        the fields in proportion to each field's share of the weighted, length-normalized
+        term frequency, so the parts of a hit sum to its score."""
+    def __len__(self) -> int:
+        """The number of hits returned (at most ``limit``)."""
 
-Clause = tuple[Sequence[tuple[str, float]], bool]
+_Clause = tuple[Sequence[tuple[str, float]], bool]
 """A query clause: alternatives ``(term, weight)`` (the term and its synonyms; a clause
 scores its best-scoring matching alternative times that weight), and ``required``."""
 
-Phrase = Sequence[tuple[str, int]]
+_Phrase = Sequence[tuple[str, int]]
 """A quoted phrase: ``(term, relative_position)``; all terms must occur in one field at
 those relative positions."""
 
+@final
 class Index:
     """The lexical index: immutable segments under one directory, listed by ``meta.toml``.
 
@@ -67,9 +78,15 @@ class Index:
     """
 
     @staticmethod
-    def open(path: str, *, create: bool = False) -> Index:
+    def open(path: str, *, create: bool = False, reset: bool = False) -> Index:
         """Open the index in directory ``path``. With ``create``, an empty index is created
-        when ``meta.toml`` is missing. Missing without ``create`` raises ``FileNotFoundError``."""
+        when ``meta.toml`` is missing. Missing without ``create`` raises ``FileNotFoundError``;
+        a damaged ``meta.toml`` or segment raises ``IndexCorruptError``.
+
+        ``reset=True`` (caller holds the write lock) publishes an empty index over whatever
+        is there (missing, corrupt or sound; the generation keeps counting up) and opens it:
+        the way to repair an index that cannot be opened, followed by ``rebuild``. Files in
+        the directory that are not the engine's (``vectors*``) are never touched."""
     def reload(self) -> bool:
         """Pick up a newer manifest written by another process. True if it changed."""
     @property
@@ -84,7 +101,8 @@ class Index:
         """Live (not tombstoned) sections."""
     @property
     def segment_count(self) -> int: ...
-    def size_bytes(self) -> int: ...
+    def size_bytes(self) -> int:
+        """Bytes of the files of the current snapshot, ``meta.toml`` included."""
     def commit(
         self,
         adds: Sequence[tuple[str, str, str, str]],
@@ -95,21 +113,28 @@ class Index:
         """Atomically add sections ``(kbid, heading, body, code)`` and tombstone ``deletes``
         (kbids; unknown ones are ignored; a kbid both deleted and added ends up live), then
         publish a new manifest with ``watermark``. Runs the merge policy. Returns the number
-        of indexed terms per add. Releases the GIL."""
+        of indexed terms per add. Releases the GIL.
+
+        An add replaces any live section with the same kbid (upsert). A kbid that is not 32
+        lower-case hex characters, a kbid added twice in one call, a ``watermark`` above
+        2**63-1, or an index built by a different analyzer (``analyzer_id``; rebuild it)
+        raise ``InvalidArgumentError``."""
     def rebuild(
         self, docs: Sequence[tuple[str, str, str, str]], *, watermark: int
     ) -> list[int]:
-        """Replace the whole index with one segment built from ``docs``."""
+        """Replace the whole index with one segment built from ``docs``. Works even when the
+        current files are corrupt; adopts this build's analyzer id. Releases the GIL."""
     def merge(self, *, force: bool = False) -> int:
         """Run the merge policy (``force``: merge everything into one segment, dropping
         tombstoned docs). Returns the number of segments merged."""
     def verify(self) -> list[str]:
-        """Re-check every file's checksum; returns problems (empty when sound)."""
+        """Re-check every file's checksum and decode every posting; returns problems
+        (empty when sound). Reads the files on disk, not this object's snapshot."""
     def search(
         self,
-        clauses: Sequence[Clause],
+        clauses: Sequence[_Clause],
         *,
-        phrases: Sequence[Phrase] = (),
+        phrases: Sequence[_Phrase] = (),
         require_all: bool = True,
         limit: int = 10,
         allow: Sequence[str] | None = None,
@@ -120,4 +145,12 @@ class Index:
     ) -> Hits:
         """BM25F top-``limit``. ``require_all``: every required clause and every phrase
         must match (strict); otherwise any clause matching is enough (relaxed). ``allow``
-        restricts to those kbids. Releases the GIL."""
+        restricts to those kbids. Releases the GIL.
+
+        Details: with ``require_all`` but no required clause and no phrase, matching is
+        relaxed. Relaxed matching ignores ``phrases``. Non-required clauses only add score.
+        Phrase terms need not be clauses. Ties are broken by kbid, so results do not depend
+        on segmentation. Corpus statistics (N, df, average field lengths) count tombstoned
+        sections until a merge drops them, as Lucene does. ``limit`` < 0, ``k1`` < 0, a
+        ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
+        ``InvalidArgumentError``."""
