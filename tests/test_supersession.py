@@ -121,7 +121,7 @@ def test_index_catches_up_after_crash_between_commit_and_index(
     conn = sqlite3.connect(kb.path / "kb.sqlite")
     conn.execute(
         "INSERT INTO sections(kbid, heading, level, parent, content, type, section_type,"
-        " created_at) VALUES ('ab' || hex(randomblob(15)), 'After', 1, NULL,"
+        " created_at) VALUES ('ab' || lower(hex(randomblob(15))), 'After', 1, NULL,"
         " 'second fact about zebras', 'text/markdown', 'section', '2026-01-01T00:00:00Z')"
     )
     kbid = conn.execute("SELECT kbid FROM sections WHERE heading = 'After'").fetchone()[0]

@@ -32,8 +32,9 @@ class Database:
         self.path = path
         self._local = threading.local()
         if create:
+            # executescript commits on its own, so the schema goes in as one script.
+            self.conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
             with self.write() as conn:
-                conn.executescript(SCHEMA)
                 conn.execute(
                     "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),

@@ -113,18 +113,19 @@ def sections(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, sqlite
 
 
 def docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
-    """Documents of each section: live links first (document order), then retired ones."""
-    out: dict[str, list[str]] = defaultdict(list)
+    """Documents of each section: the documents it is live in; for a section that is live
+    in none (retired), the documents it was part of."""
+    live: dict[str, list[str]] = defaultdict(list)
+    dead: dict[str, list[str]] = defaultdict(list)
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
-        for kbid, docid in conn.execute(
-            f"SELECT kbid, docid FROM document_sections WHERE kbid IN ({marks})"
-            " ORDER BY live DESC, docid",
+        for kbid, docid, is_live in conn.execute(
+            f"SELECT DISTINCT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})"
+            " ORDER BY docid",
             tuple(chunk),
         ):
-            if docid not in out[kbid]:
-                out[kbid].append(docid)
-    return out
+            (live if is_live else dead)[kbid].append(docid)
+    return {k: live[k] or list(dict.fromkeys(dead[k])) for k in {*live, *dead}}
 
 
 def live_docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
