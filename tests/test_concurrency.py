@@ -54,16 +54,22 @@ def test_writer_waits_then_fails_with_kb_locked(
     kb: kbdb.KnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(
-            """
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
             import fcntl, sys, time
             fd = open(sys.argv[1], "a")
             fcntl.flock(fd, fcntl.LOCK_EX)
             print("held", flush=True)
             time.sleep(30)
             """
-        ), str(kb.path / "write.lock")],
-        stdout=subprocess.PIPE, text=True,
+            ),
+            str(kb.path / "write.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -78,6 +84,8 @@ def test_writer_waits_then_fails_with_kb_locked(
     finally:
         holder.kill()
         holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
     kb.learn("# Free\n\nnow it works", docid="free")
     assert kb.search("works").total == 1
 
@@ -86,6 +94,9 @@ def test_reader_in_other_process_sees_new_learns_without_reopen(
     kb: kbdb.KnowledgeBase, tmp_path: Path
 ) -> None:
     kb.search("anything")  # open the index in this process first
-    script = "import sys, kbdb; kbdb.KnowledgeBase.open(sys.argv[1]).learn('# Late\\n\\nokapi', docid='late')"
+    script = (
+        "import sys, kbdb; "
+        "kbdb.KnowledgeBase.open(sys.argv[1]).learn('# Late\\n\\nokapi', docid='late')"
+    )
     subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
     assert kb.search("okapi").total == 1

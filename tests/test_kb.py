@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.conftest import write
 
 import kbdb
 from kbdb.errors import (
@@ -14,7 +15,6 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
-from tests.conftest import write
 
 ADR = """# Architecture decisions
 
@@ -95,13 +95,34 @@ def test_search_envelope_has_every_spec_field(kb: kbdb.KnowledgeBase) -> None:
     kb.learn(ADR, docid="adr")
     d = kb.search("redis stream").to_dict()
     assert set(d) == {
-        "items", "total", "offset", "limit", "has_more", "relaxed", "search_mode",
-        "retrieval_method", "vector_index_stale", "retrieval_verdict",
+        "items",
+        "total",
+        "offset",
+        "limit",
+        "has_more",
+        "relaxed",
+        "search_mode",
+        "retrieval_method",
+        "vector_index_stale",
+        "retrieval_verdict",
     }
     item = d["items"][0]
-    for key in ("kbid", "heading", "level", "parent", "type", "section_type", "docids", "tags",
-                "snippet", "matched_terms", "matched_fields", "score", "confidence",
-                "created_at"):
+    for key in (
+        "kbid",
+        "heading",
+        "level",
+        "parent",
+        "type",
+        "section_type",
+        "docids",
+        "tags",
+        "snippet",
+        "matched_terms",
+        "matched_fields",
+        "score",
+        "confidence",
+        "created_at",
+    ):
         assert key in item
     assert "content" not in item
     json.dumps(d)
@@ -184,8 +205,13 @@ def test_explain_and_content(kb: kbdb.KnowledgeBase) -> None:
     assert item.explain is not None
     terms = {(e["term"], e["field"]) for e in item.explain["bm25f"]}
     assert ("postgr", "body") in terms or any(t.startswith("postgr") for t, _ in terms)
-    assert abs(sum(e["score"] for e in item.explain["bm25f"]) * item.explain["sibling_boost"]
-               - item.score) < 1e-3
+    assert (
+        abs(
+            sum(e["score"] for e in item.explain["bm25f"]) * item.explain["sibling_boost"]
+            - item.score
+        )
+        < 1e-3
+    )
 
 
 def test_search_argument_errors(kb: kbdb.KnowledgeBase) -> None:

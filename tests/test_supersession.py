@@ -5,10 +5,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import kbdb
 from tests.conftest import write
 
-V1 = "# Guide\n\n## Install\n\nRun pip install kbdb.\n\n## Usage\n\nCall kbdb search.\n\n## Old\n\nGone soon.\n"
+import kbdb
+
+V1 = (
+    "# Guide\n\n## Install\n\nRun pip install kbdb.\n\n"
+    "## Usage\n\nCall kbdb search.\n\n## Old\n\nGone soon.\n"
+)
 V2 = "# Guide\n\n## Install\n\nRun pipx install kbdb.\n\n## Usage\n\nCall kbdb search.\n"
 
 
@@ -42,7 +46,9 @@ def test_relearn_file_supersedes_changed_and_retires_vanished(
     assert kb.search("pipx").items[0].kbid == new_install.kbid
     assert kb.search("gone soon").total == 0
     assert [s.heading for s in kb.recall(docid="guide.md").sections] == [
-        "Guide", "Install", "Usage"
+        "Guide",
+        "Install",
+        "Usage",
     ]
 
 
@@ -125,8 +131,10 @@ def test_index_catches_up_after_crash_between_commit_and_index(
         " 'second fact about zebras', 'text/markdown', 'section', '2026-01-01T00:00:00Z')"
     )
     kbid = conn.execute("SELECT kbid FROM sections WHERE heading = 'After'").fetchone()[0]
-    conn.execute("INSERT INTO documents VALUES ('two', NULL, NULL, NULL, 'text/markdown', 'c',"
-                 " '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')")
+    conn.execute(
+        "INSERT INTO documents VALUES ('two', NULL, NULL, NULL, 'text/markdown', 'c',"
+        " '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')"
+    )
     conn.execute("INSERT INTO document_sections(docid, kbid, ord) VALUES ('two', ?, 0)", (kbid,))
     conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (kbid,))
     conn.commit()

@@ -19,7 +19,8 @@ def test_wheel_installs_into_fresh_venv_and_runs(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
         [str(maturin), "build", "--release", "--quiet", "--out", str(dist)],
-        cwd=ROOT, check=True,
+        cwd=ROOT,
+        check=True,
     )
     wheels = list(dist.glob("kbdb-*.whl"))
     assert len(wheels) == 1, wheels
@@ -38,12 +39,24 @@ def test_wheel_installs_into_fresh_venv_and_runs(tmp_path: Path) -> None:
     (work / "notes" / "a.md").write_text("# Wheels\n\nInstalled from a wheel, not a checkout.\n")
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
     subprocess.run([str(kbdb), "init"], cwd=work, env=env, check=True, capture_output=True)
-    subprocess.run([str(kbdb), "--quiet", "learn", "notes"], cwd=work, env=env, check=True,
-                   capture_output=True)
-    res = subprocess.run([str(kbdb), "--json", "search", "checkout"], cwd=work, env=env,
-                         check=True, capture_output=True, text=True)
+    subprocess.run(
+        [str(kbdb), "--quiet", "learn", "notes"], cwd=work, env=env, check=True, capture_output=True
+    )
+    res = subprocess.run(
+        [str(kbdb), "--json", "search", "checkout"],
+        cwd=work,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert '"heading": "Wheels"' in res.stdout
     # The installed module is the wheel's, not this checkout's.
-    where = subprocess.run([str(py), "-c", "import kbdb, sys; print(kbdb.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path)
+    where = subprocess.run(
+        [str(py), "-c", "import kbdb, sys; print(kbdb.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
     assert str(venv) in where.stdout

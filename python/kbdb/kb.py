@@ -20,7 +20,14 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
-from kbdb.learn import Learner, LearnProgress, ProgressFn, build_document, slug
+from kbdb.learn import (
+    Learner,
+    LearnProgress,
+    ProgressFn,
+    build_document,
+    make_report,
+    slug,
+)
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, search_lexical
 from kbdb.search.synonyms import Synonyms, load_groups
@@ -132,8 +139,11 @@ class KnowledgeBase:
         if not paths:
             raise InvalidArgumentError("learn_path needs at least one path")
         return self._learner.learn_paths(
-            [Path(p) for p in paths], tags=_tags(tags), docid=docid,
-            max_file_bytes=self.config.learn.max_file_bytes, progress=progress,
+            [Path(p) for p in paths],
+            tags=_tags(tags),
+            docid=docid,
+            max_file_bytes=self.config.learn.max_file_bytes,
+            progress=progress,
         )
 
     def learn(
@@ -164,15 +174,19 @@ class KnowledgeBase:
         started = time.perf_counter()
         doc = docid or slug(title or " ".join(content.split()[:8]))
         pending = build_document(
-            docid=doc, source=doc, text=content, type=type, title=title,
-            description=description, tags=_tags(tags), section_type=section_type,
-            source_path=None, mode="source_key" if replace else "append",
+            docid=doc,
+            source=doc,
+            text=content,
+            type=type,
+            title=title,
+            description=description,
+            tags=_tags(tags),
+            section_type=section_type,
+            source_path=None,
+            mode="source_key" if replace else "append",
         )
         reports, totals = self._learner.learn_pending([pending])
-        return LearnReport(
-            sections=tuple(reports),
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), **totals,
-        )
+        return make_report(reports, totals, (), started)
 
     # -- search and read ---------------------------------------------------------------
 
@@ -198,7 +212,9 @@ class KnowledgeBase:
             )
         limit = self.config.search.default_limit if limit is None else limit
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidArgumentError(f"limit must be an integer in 1..{MAX_LIMIT} (got {limit!r})")
+            raise InvalidArgumentError(
+                f"limit must be an integer in 1..{MAX_LIMIT} (got {limit!r})"
+            )
         if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
             raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
         if not isinstance(query, str):
@@ -212,10 +228,17 @@ class KnowledgeBase:
             )
         self._index.refresh()
         return search_lexical(
-            self._index.core, self._db, self._index.analyzer, self._get_synonyms(),
-            self.config.search, query, limit=limit, offset=offset,
+            self._index.core,
+            self._db,
+            self._index.analyzer,
+            self._get_synonyms(),
+            self.config.search,
+            query,
+            limit=limit,
+            offset=offset,
             filters=Filters(tuple(tags) if tags else None, docid, type, section_type),
-            content=content, explain=explain,
+            content=content,
+            explain=explain,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
@@ -232,21 +255,34 @@ class KnowledgeBase:
             rows = q.sections(conn, wanted)
             missing = [k for k in wanted if k not in rows]
             if missing:
-                raise NotFoundError(f"no section {missing[0]!r}",
-                                    hint="kbids come from search results")
+                raise NotFoundError(
+                    f"no section {missing[0]!r}", hint="kbids come from search results"
+                )
             docids = q.docids_of(conn, wanted)
             tags = q.tags_of(conn, wanted)
         out = []
         for k in wanted:
             r = rows[k]
-            out.append(Section(
-                kbid=k, heading=r["heading"], level=r["level"], parent=r["parent"],
-                content=r["content"], type=r["type"], section_type=r["section_type"],
-                title=r["title"], description=r["description"], tags=tuple(tags.get(k, ())),
-                docids=tuple(docids.get(k, ())), source_key=r["source_key"],
-                created_at=r["created_at"], retired_at=r["retired_at"],
-                superseded_by=r["superseded_by"], retired=r["retired_at"] is not None,
-            ))
+            out.append(
+                Section(
+                    kbid=k,
+                    heading=r["heading"],
+                    level=r["level"],
+                    parent=r["parent"],
+                    content=r["content"],
+                    type=r["type"],
+                    section_type=r["section_type"],
+                    title=r["title"],
+                    description=r["description"],
+                    tags=tuple(tags.get(k, ())),
+                    docids=tuple(docids.get(k, ())),
+                    source_key=r["source_key"],
+                    created_at=r["created_at"],
+                    retired_at=r["retired_at"],
+                    superseded_by=r["superseded_by"],
+                    retired=r["retired_at"] is not None,
+                )
+            )
         return RecallResult(sections=tuple(out))
 
     def stats(self) -> Stats:
@@ -257,18 +293,28 @@ class KnowledgeBase:
             c = q.counts(conn)
         db_bytes = sum(
             (self.path / n).stat().st_size
-            for n in (DB_NAME, DB_NAME + "-wal") if (self.path / n).exists()
+            for n in (DB_NAME, DB_NAME + "-wal")
+            if (self.path / n).exists()
         )
         return Stats(
-            documents=c["documents"], sections=c["sections"], live_sections=c["live_sections"],
-            retired_sections=c["sections"] - c["live_sections"], tags=c["tags"],
-            db_bytes=db_bytes, index_bytes=index.size_bytes(),
-            index_segments=index.segment_count, index_generation=index.generation,
-            index_watermark=index.watermark, changelog_seq=c["changelog_seq"],
-            analyzer=index.analyzer_id, embedding_provider=self.config.embedding.provider,
-            embedding_model=(self.config.embedding.model
-                             if self.config.embedding.provider != "none" else None),
-            vector_index_stale=False, path=str(self.path),
+            documents=c["documents"],
+            sections=c["sections"],
+            live_sections=c["live_sections"],
+            retired_sections=c["sections"] - c["live_sections"],
+            tags=c["tags"],
+            db_bytes=db_bytes,
+            index_bytes=index.size_bytes(),
+            index_segments=index.segment_count,
+            index_generation=index.generation,
+            index_watermark=index.watermark,
+            changelog_seq=c["changelog_seq"],
+            analyzer=index.analyzer_id,
+            embedding_provider=self.config.embedding.provider,
+            embedding_model=(
+                self.config.embedding.model if self.config.embedding.provider != "none" else None
+            ),
+            vector_index_stale=False,
+            path=str(self.path),
         )
 
     def rebuild(self) -> None:

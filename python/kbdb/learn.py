@@ -112,17 +112,30 @@ def build_document(
         warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
         sections.append(
             NewSection(
-                kbid=kbid, heading=ps.heading, level=ps.level, parent=parent,
-                content=ps.content, type=type, section_type=stype, title=sec_title,
-                description=sec_desc, source_key=key, tags=doc_tags,
+                kbid=kbid,
+                heading=ps.heading,
+                level=ps.level,
+                parent=parent,
+                content=ps.content,
+                type=type,
+                section_type=stype,
+                title=sec_title,
+                description=sec_desc,
+                source_key=key,
+                tags=doc_tags,
             )
         )
     checksum = hashlib.sha256(
         f"{type}\x00{title or ''}\x00{description or ''}\x00{text}".encode()
     ).hexdigest()
     doc = NewDocument(
-        docid=docid, title=doc_title, description=description or parsed.description,
-        source_path=source_path, type=type, checksum=checksum, tags=doc_tags,
+        docid=docid,
+        title=doc_title,
+        description=description or parsed.description,
+        source_path=source_path,
+        type=type,
+        checksum=checksum,
+        tags=doc_tags,
         sections=tuple(sections),
     )
     return _Pending(doc, mode, warnings)
@@ -149,11 +162,19 @@ class Learner:
         self._lock = lock
         self._index = index
 
-    def learn_pending(self, pending: Sequence[_Pending]) -> tuple[list[SectionReport], dict[str, int]]:
+    def learn_pending(
+        self, pending: Sequence[_Pending]
+    ) -> tuple[list[SectionReport], dict[str, int]]:
         """Store a batch of documents in one transaction, then commit the index."""
         reports: list[SectionReport] = []
-        totals = {"documents_added": 0, "documents_updated": 0, "documents_unchanged": 0,
-                  "sections_added": 0, "sections_unchanged": 0, "sections_retired": 0}
+        totals = {
+            "documents_added": 0,
+            "documents_updated": 0,
+            "documents_unchanged": 0,
+            "sections_added": 0,
+            "sections_unchanged": 0,
+            "sections_retired": 0,
+        }
         if not pending:
             return reports, totals
         with self._lock.hold():
@@ -163,7 +184,7 @@ class Learner:
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
             terms = self._index.catch_up()
-        for p, out in zip(pending, outcomes):
+        for p, out in zip(pending, outcomes, strict=True):
             if out.unchanged:
                 totals["documents_unchanged"] += 1
             elif out.created:
@@ -176,13 +197,18 @@ class Learner:
                 totals["sections_added" if status == "added" else "sections_unchanged"] += 1
                 count = terms.get(s.kbid)
                 if count is None:
-                    count = self._index.index_terms(s.heading, s.content, s.type, s.title,
-                                                    s.description)
+                    count = self._index.index_terms(
+                        s.heading, s.content, s.type, s.title, s.description
+                    )
                 reports.append(
                     SectionReport(
-                        kbid=s.kbid, heading=s.heading, indexed_terms_count=count,
+                        kbid=s.kbid,
+                        heading=s.heading,
+                        indexed_terms_count=count,
                         superseded=out.superseded.get(s.kbid),
-                        warnings=p.warnings.get(s.kbid, ()), docid=p.doc.docid, status=status,
+                        warnings=p.warnings.get(s.kbid, ()),
+                        docid=p.doc.docid,
+                        status=status,
                     )
                 )
         return reports, totals
@@ -200,8 +226,7 @@ class Learner:
         paths = list(paths)
         for p in paths:
             if not p.exists():
-                raise InvalidArgumentError(f"no such file or folder: {p}",
-                                           hint="check the path")
+                raise InvalidArgumentError(f"no such file or folder: {p}", hint="check the path")
         total = sum(count_files(p) for p in paths) if progress else None
         reports: list[SectionReport] = []
         skipped: list[SkippedFile] = []
@@ -238,13 +263,14 @@ class Learner:
         flush()
         if progress:
             progress(LearnProgress(done, total, len(reports), last_path))
-        return LearnReport(
-            sections=tuple(reports), files_skipped=tuple(skipped),
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), **totals,
-        )
+        return make_report(reports, totals, skipped, started)
 
     def _load(
-        self, entry: FileEntry, tags: Sequence[str], docid: str | None, single_file: bool,
+        self,
+        entry: FileEntry,
+        tags: Sequence[str],
+        docid: str | None,
+        single_file: bool,
         skipped: list[SkippedFile],
     ) -> _Pending | None:
         if entry.type.startswith("image/"):
@@ -252,11 +278,11 @@ class Learner:
         try:
             text = read_text(entry)
         except KbdbError as e:
-            skipped.append(SkippedFile(str(entry.path), e.message, _skip_code(e)))
+            reason = getattr(e, "reason", None) or e.message
+            skipped.append(SkippedFile(str(entry.path), reason, _skip_code(e)))
             return None
         except OSError as e:
-            skipped.append(SkippedFile(str(entry.path), f"cannot read: {e.strerror}",
-                                       "UNREADABLE"))
+            skipped.append(SkippedFile(str(entry.path), f"cannot read: {e.strerror}", "UNREADABLE"))
             return None
         if docid is None:
             doc = entry.rel
@@ -265,12 +291,38 @@ class Learner:
         else:
             doc = f"{docid}/{entry.rel}"
         return build_document(
-            docid=doc, source=entry.rel, text=text, type=entry.type, title=None,
-            description=None, tags=tags, section_type=None, source_path=str(entry.path),
+            docid=doc,
+            source=entry.rel,
+            text=text,
+            type=entry.type,
+            title=None,
+            description=None,
+            tags=tags,
+            section_type=None,
+            source_path=str(entry.path),
             mode="document",
         )
 
 
+def make_report(
+    reports: Sequence[SectionReport],
+    totals: dict[str, int],
+    skipped: Sequence[SkippedFile],
+    started: float,
+) -> LearnReport:
+    """The ``LearnReport`` of a call that started at ``started`` (``time.perf_counter``)."""
+    return LearnReport(
+        sections=tuple(reports),
+        documents_added=totals.get("documents_added", 0),
+        documents_updated=totals.get("documents_updated", 0),
+        documents_unchanged=totals.get("documents_unchanged", 0),
+        sections_added=totals.get("sections_added", 0),
+        sections_unchanged=totals.get("sections_unchanged", 0),
+        sections_retired=totals.get("sections_retired", 0),
+        files_skipped=tuple(skipped),
+        elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
 def _skip_code(e: KbdbError) -> str:
     return getattr(e, "skip_code", None) or e.code
-

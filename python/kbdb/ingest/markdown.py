@@ -31,8 +31,6 @@ import logging
 import re
 from dataclasses import dataclass
 
-import yaml
-
 from kbdb.errors import UnsupportedTypeError
 from kbdb.ingest.htmlsplit import split_html
 from kbdb.ingest.section import (
@@ -201,6 +199,8 @@ def _front_matter_end(lines: list[str]) -> int | None:
 
 def _parse_front_matter(source: str) -> dict[str, object] | None:
     """The front matter as a mapping ({} when empty), or None when it is invalid."""
+    import yaml  # lazy: ~30 ms of import, needed only for front matter
+
     try:
         data = yaml.safe_load(source)
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:

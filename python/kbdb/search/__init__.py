@@ -1,1 +1,3 @@
-"""Search: query parsing, the lexical path, fusion, snippets, confidence. The only code that fuses."""
+"""Search: query parsing, the lexical path, fusion, snippets, confidence.
+
+This is the only code that fuses ranked lists."""

@@ -24,8 +24,11 @@ def split_code(content: str) -> tuple[str, str]:
                 continue
             body.append(line)
         else:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and (
-                line[m.end() :].strip() == ""
+            if (
+                m
+                and m.group(1)[0] == fence[0]
+                and len(m.group(1)) >= len(fence)
+                and (line[m.end() :].strip() == "")
             ):
                 fence = None
                 continue

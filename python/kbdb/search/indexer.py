@@ -56,8 +56,7 @@ class LexicalIndex:
                 self._rebuild(index)
             return index
         if index.analyzer_id != self.analyzer.id:
-            log.info("analyzer changed (%s -> %s); rebuilding", index.analyzer_id,
-                     self.analyzer.id)
+            log.info("analyzer changed (%s -> %s); rebuilding", index.analyzer_id, self.analyzer.id)
             with self._lock.hold():
                 self._rebuild(index)
         return index
@@ -85,8 +84,11 @@ class LexicalIndex:
         with self._db.read() as conn:
             head = q.max_seq(conn)
             if index.watermark > head:
-                log.warning("index watermark %d is ahead of the database (%d); rebuilding",
-                            index.watermark, head)
+                log.warning(
+                    "index watermark %d is ahead of the database (%d); rebuilding",
+                    index.watermark,
+                    head,
+                )
                 self._rebuild(index)
                 return {}
             if index.watermark == head:
@@ -104,14 +106,17 @@ class LexicalIndex:
             ]
             last = i + CATCH_UP_BATCH >= len(changed)
             counts = index.commit(adds, batch, watermark=head if last else index.watermark)
-            terms.update((a[0], n) for a, n in zip(adds, counts))
+            terms.update((a[0], n) for a, n in zip(adds, counts, strict=True))
         return terms
 
-    def index_terms(self, heading: str, content: str, type: str, title: str | None,
-                    description: str | None) -> int:
+    def index_terms(
+        self, heading: str, content: str, type: str, title: str | None, description: str | None
+    ) -> int:
         """How many terms a section contributes (for learn reports)."""
-        return sum(len(self.analyzer.terms(t)) for t in
-                   index_fields(heading, content, type, title, description))
+        return sum(
+            len(self.analyzer.terms(t))
+            for t in index_fields(heading, content, type, title, description)
+        )
 
     def rebuild(self) -> None:
         """Regenerate the index from the database. Caller holds the writer lock."""

@@ -125,7 +125,10 @@ def _rank(
     if filters.any:
         with db.read() as conn:
             allow = q.allowed_kbids(
-                conn, tags=filters.tags, docid=filters.docid, type=filters.type,
+                conn,
+                tags=filters.tags,
+                docid=filters.docid,
+                type=filters.type,
                 section_type=filters.section_type,
             )
         if not allow:
@@ -160,7 +163,7 @@ def _hits(h: _core.Hits, *, relaxed: bool) -> list[_Hit]:
     ex = h.explain
     return [
         _Hit(k, s, m, relaxed, ex[i] if ex is not None else None)
-        for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched))
+        for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched, strict=True))
     ]
 
 

@@ -56,12 +56,13 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
         whole_of: dict[int, tuple[str, float]] = {}
         for i, (term, surface, _, optional) in enumerate(tokens):
             if optional:
-                parts = [
-                    j for j in range(i + 1, len(tokens))
+                part_idx = [
+                    j
+                    for j in range(i + 1, len(tokens))
                     if tokens[j][1] == surface and not tokens[j][3]
                 ]
-                for j in parts:
-                    whole_of[j] = (term, 1.0 / len(parts))
+                for j in part_idx:
+                    whole_of[j] = (term, 1.0 / len(part_idx))
         for i, (term, surface, _, optional) in enumerate(tokens):
             if term in seen:
                 i = seen[term]

@@ -23,7 +23,7 @@ from kbdb.errors import ConfigInvalidError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 log = logging.getLogger("kbdb")
 
@@ -104,7 +104,6 @@ class Synonyms:
 
     def expand(self, term: str) -> list[str]:
         return sorted(self._map.get(term, ()))
-
 
 
 def load_groups(kbdir: Path) -> list[list[str]]:

@@ -96,9 +96,11 @@ class Database:
 
     def _check_schema(self) -> None:
         try:
-            row = self.conn().execute(
-                "SELECT value FROM meta WHERE key = 'schema_version'"
-            ).fetchone()
+            row = (
+                self.conn()
+                .execute("SELECT value FROM meta WHERE key = 'schema_version'")
+                .fetchone()
+            )
         except sqlite3.DatabaseError as e:
             raise self._error(e) from e
         if row is None or int(row[0]) != SCHEMA_VERSION:

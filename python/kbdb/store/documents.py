@@ -74,8 +74,16 @@ def apply_document(
         conn.execute(
             "INSERT INTO documents(docid, title, description, source_path, type, checksum,"
             " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (doc.docid, doc.title, doc.description, doc.source_path, doc.type, doc.checksum,
-             now, now),
+            (
+                doc.docid,
+                doc.title,
+                doc.description,
+                doc.source_path,
+                doc.type,
+                doc.checksum,
+                now,
+                now,
+            ),
         )
     elif mode == "document" and existing[0] == doc.checksum:
         out.unchanged = True
@@ -107,10 +115,7 @@ def apply_document(
     if mode == "document":
         leaving = [(k, sk) for k, sk in old_links if k not in new_kbids]
     elif mode == "source_key":
-        leaving = [
-            (k, sk) for k, sk in old_links
-            if sk in by_source_key and by_source_key[sk] != k
-        ]
+        leaving = [(k, sk) for k, sk in old_links if sk in by_source_key and by_source_key[sk] != k]
     else:
         leaving = []
 
@@ -158,8 +163,13 @@ def apply_document(
         successor = by_source_key.get(source_key) if source_key else None
         if successor == kbid:
             successor = None
-        retire(conn, kbid, now=now, superseded_by=successor,
-               reason="superseded" if successor else "removed")
+        retire(
+            conn,
+            kbid,
+            now=now,
+            superseded_by=successor,
+            reason="superseded" if successor else "removed",
+        )
         out.retired.append(kbid)
         if successor is not None:
             out.superseded[successor] = kbid
@@ -206,8 +216,19 @@ def _insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool
         conn.execute(
             "INSERT INTO sections(kbid, heading, level, parent, content, type, section_type,"
             " title, description, source_key, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type, s.title,
-             s.description, s.source_key, now),
+            (
+                s.kbid,
+                s.heading,
+                s.level,
+                s.parent,
+                s.content,
+                s.type,
+                s.section_type,
+                s.title,
+                s.description,
+                s.source_key,
+                now,
+            ),
         )
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
         return True

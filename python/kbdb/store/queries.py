@@ -31,9 +31,7 @@ def max_seq(conn: sqlite3.Connection) -> int:
 
 def changed_kbids(conn: sqlite3.Connection, since: int) -> list[str]:
     """Distinct kbids with a change-log row after ``since``."""
-    rows = conn.execute(
-        "SELECT DISTINCT kbid FROM changelog WHERE seq > ?", (since,)
-    ).fetchall()
+    rows = conn.execute("SELECT DISTINCT kbid FROM changelog WHERE seq > ?", (since,)).fetchall()
     return [r[0] for r in rows]
 
 
@@ -85,9 +83,7 @@ def allowed_kbids(
         where.append("s.section_type = ?")
         params.append(section_type)
     if docid is not None:
-        where.append(
-            "s.kbid IN (SELECT kbid FROM document_sections WHERE docid = ? AND live = 1)"
-        )
+        where.append("s.kbid IN (SELECT kbid FROM document_sections WHERE docid = ? AND live = 1)")
         params.append(docid)
     for tag in tags or ():
         where.append("s.kbid IN (SELECT kbid FROM section_tags WHERE tag = ?)")
@@ -167,7 +163,9 @@ def document_kbids(conn: sqlite3.Connection, docid: str) -> list[str] | None:
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
-    one = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
+    def one(sql: str) -> int:
+        return int(conn.execute(sql).fetchone()[0])
+
     return {
         "documents": one("SELECT COUNT(*) FROM documents"),
         "sections": one("SELECT COUNT(*) FROM sections"),
