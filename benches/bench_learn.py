@@ -5,7 +5,7 @@ call ``kbdb learn`` makes) so that its peak RSS is its own: the parent reads ``r
 from ``wait4``. A subprocess that only imports kbdb and creates an empty knowledge base
 gives the baseline RSS in the same run.
 
-    python benches/bench_learn.py [--corpus tldr --corpus rust-book] [--rounds 1]
+    python benches/bench_learn.py [--corpus tldr --corpus rust-book] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def run_child(corpus: Path | None) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="append", help="folder name under shared/corpora")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--worker-corpus", help=argparse.SUPPRESS)
     args = ap.parse_args()

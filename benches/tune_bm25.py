@@ -114,6 +114,11 @@ class Ranker:
         return score_rankings(rankings, self.ds.qrels)
 
 
+def rank_key(g: dict[str, Any]) -> tuple[float, float]:
+    """Best first: nDCG@10 at the three decimals we quote, then Recall@100."""
+    return (-round(g["ndcg@10"], 3), -g["recall@100"])
+
+
 def settings_of(k1: float, b_head: float, b: float, w_head: float) -> dict[str, str]:
     return {
         "search.k1": str(k1),
@@ -144,14 +149,14 @@ def main() -> int:
         for k1, b, wh in itertools.product(k1s, bs, whs):
             st = settings_of(k1, b, b, wh)
             grid.append({"settings": st, **r.score(override_config(r.base, st))})
-        grid.sort(key=lambda g: -g["ndcg@10"])
+        grid.sort(key=rank_key)
         best1 = grid[0]["settings"]
         stage2: list[dict[str, Any]] = []
         for bh in B_HEADING:
             st = {**best1, "search.b_heading": str(bh)}
             stage2.append({"settings": st, **r.score(override_config(r.base, st))})
-        stage2.sort(key=lambda g: -g["ndcg@10"])
-        best = max([grid[0], stage2[0]], key=lambda g: g["ndcg@10"])
+        stage2.sort(key=rank_key)
+        best = min([grid[0], stage2[0]], key=rank_key)
         no_syn = {**best["settings"], "search.synonyms": "false"}
         synonyms_off = {"settings": no_syn, **r.score(override_config(r.base, no_syn))}
         relaxed = {
