@@ -161,3 +161,26 @@ def test_deleted_index_folder_is_rebuilt_with_same_results(kb: kbdb.KnowledgeBas
         round(i["score"], 4) for i in before["items"]
     ]
     reopened.close()
+
+
+def test_corrupt_segment_gives_index_corrupt_and_rebuild_repairs(kb: kbdb.KnowledgeBase) -> None:
+    from kbdb.errors import IndexCorruptError
+
+    kb.learn("# Fact\n\nthe quick brown fox", docid="fox")
+    kb.close()
+    segments = sorted((kb.path / "indexes").glob("*.seg"))
+    assert segments
+    data = bytearray(segments[0].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    segments[0].write_bytes(bytes(data))
+    broken = kbdb.KnowledgeBase.open(kb.path)
+    try:
+        broken.search("fox")
+        raise AssertionError("a flipped byte must not go unnoticed")
+    except IndexCorruptError as e:
+        assert e.code == "INDEX_CORRUPT" and "rebuild" in str(e)
+    broken.close()
+    fixed = kbdb.KnowledgeBase.open(kb.path)
+    assert fixed.rebuild().sections == 1
+    assert fixed.search("fox").total == 1
+    fixed.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +34,15 @@ from kbdb.search.lexical import Filters, search_lexical
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
-from kbdb.types import LearnReport, RecallResult, SearchMode, SearchResult, Section, Stats
+from kbdb.types import (
+    LearnReport,
+    RebuildReport,
+    RecallResult,
+    SearchMode,
+    SearchResult,
+    Section,
+    Stats,
+)
 
 KBDB_DIR = ".kbdb"
 CONFIG_NAME = "worker.toml"
@@ -160,8 +169,6 @@ class KnowledgeBase:
     ) -> LearnReport:
         """Learn a block of content. Without ``docid`` the document id is derived from the
         title (or the first words). ``replace`` supersedes sections by source key."""
-        import time
-
         if not isinstance(content, str):
             raise InvalidArgumentError("content must be a string")
         if len(content.encode("utf-8", "surrogatepass")) > self.config.learn.max_file_bytes:
@@ -317,10 +324,15 @@ class KnowledgeBase:
             path=str(self.path),
         )
 
-    def rebuild(self) -> None:
-        """Regenerate the lexical index from the database."""
+    def rebuild(self) -> RebuildReport:
+        """Regenerate every index from the database. Repairs missing or corrupt index files;
+        the old index keeps serving readers until the new one is published."""
+        started = time.perf_counter()
         with self._lock.hold():
-            self._index.rebuild()
+            sections = self._index.rebuild()
+        return RebuildReport(
+            sections=sections, elapsed_ms=round((time.perf_counter() - started) * 1000, 3)
+        )
 
     def _get_synonyms(self) -> Synonyms | None:
         if not self.config.search.synonyms:

@@ -178,3 +178,9 @@ class Stats(_Dict):
     vector_index_stale: bool
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RebuildReport(_Dict):
+    sections: int
+    elapsed_ms: float

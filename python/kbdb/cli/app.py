@@ -20,6 +20,7 @@ from kbdb.cli.commands import config as config_cmd
 from kbdb.cli.commands import eval as eval_cmd
 from kbdb.cli.commands import init as init_cmd
 from kbdb.cli.commands import learn as learn_cmd
+from kbdb.cli.commands import maintain as maintain_cmd
 from kbdb.cli.commands import read as read_cmd
 from kbdb.cli.commands import search as search_cmd
 from kbdb.cli.options import State, global_options, provider_configured, version
@@ -91,6 +92,7 @@ cli.add_command(learn_cmd.learn)
 cli.add_command(search_cmd.search)
 cli.add_command(read_cmd.recall)
 cli.add_command(read_cmd.stats)
+cli.add_command(maintain_cmd.rebuild)
 cli.add_command(config_cmd.config)
 cli.add_command(eval_cmd.eval_, name="eval")
 cli.add_command(init_cmd.db)

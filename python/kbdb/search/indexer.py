@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from kbdb import _core
-from kbdb.errors import KbLockedError
+from kbdb.errors import IndexCorruptError, KbLockedError
 from kbdb.search.fields import index_fields
 from kbdb.store import Database, WriteLock
 from kbdb.store import queries as q
@@ -118,17 +118,28 @@ class LexicalIndex:
             for t in index_fields(heading, content, type, title, description)
         )
 
-    def rebuild(self) -> None:
-        """Regenerate the index from the database. Caller holds the writer lock."""
-        self._rebuild(self.core)
+    def rebuild(self) -> int:
+        """Regenerate the index from the database, repairing a missing or corrupt one.
+        Caller holds the writer lock. Returns the number of sections indexed."""
+        with self._mutex:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                index = self._index or _core.Index.open(str(self.directory), create=True)
+            except IndexCorruptError:
+                log.warning("lexical index in %s is corrupt; rebuilding", self.directory)
+                index = _core.Index.open(str(self.directory), reset=True)
+            n = self._rebuild(index)
+            self._index = index
+        return n
 
-    def _rebuild(self, index: _core.Index) -> None:
+    def _rebuild(self, index: _core.Index) -> int:
         docs: list[tuple[str, str, str, str]] = []
         with self._db.read() as conn:
             head = q.max_seq(conn)
             for batch in q.iter_live_index_rows(conn):
                 docs.extend((r[0], *index_fields(r[1], r[2], r[3], r[4], r[5])) for r in batch)
         index.rebuild(docs, watermark=head)
+        return len(docs)
 
     def close(self) -> None:
         self._index = None
