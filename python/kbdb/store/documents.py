@@ -102,11 +102,13 @@ def apply_document(
         [(doc.docid, t) for t in doc.tags],
     )
 
-    old_links = conn.execute(
-        "SELECT ds.kbid, s.source_key FROM document_sections ds JOIN sections s USING (kbid)"
-        " WHERE ds.docid = ? AND ds.live = 1 ORDER BY ds.ord",
-        (doc.docid,),
-    ).fetchall()
+    old_links: list[tuple[str, str]] = []
+    if not out.created:
+        old_links = conn.execute(
+            "SELECT ds.kbid, s.source_key FROM document_sections ds JOIN sections s USING (kbid)"
+            " WHERE ds.docid = ? AND ds.live = 1 ORDER BY ds.ord",
+            (doc.docid,),
+        ).fetchall()
     old_kbids = {k for k, _ in old_links}
     new_kbids = {s.kbid for s in doc.sections}
     by_source_key = {s.source_key: s.kbid for s in doc.sections}
@@ -122,7 +124,9 @@ def apply_document(
     # Re-number the document: in "document" mode the new list is the whole document;
     # otherwise the new sections follow the sections that stay.
     leaving_kbids = {k for k, _ in leaving}
-    if mode == "document":
+    if out.created:
+        base = 0
+    elif mode == "document":
         conn.executemany(
             "DELETE FROM document_sections WHERE docid = ? AND kbid = ?",
             [(doc.docid, k) for k in new_kbids],
@@ -211,33 +215,33 @@ def _add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
 def _insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
     """Insert a new section. Returns False when the content already existed (live, or
     retired and now revived)."""
-    row = conn.execute("SELECT retired_at FROM sections WHERE kbid = ?", (s.kbid,)).fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO sections(kbid, heading, level, parent, content, type, section_type,"
-            " title, description, source_key, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                s.kbid,
-                s.heading,
-                s.level,
-                s.parent,
-                s.content,
-                s.type,
-                s.section_type,
-                s.title,
-                s.description,
-                s.source_key,
-                now,
-            ),
-        )
+    inserted = conn.execute(
+        "INSERT OR IGNORE INTO sections(kbid, heading, level, parent, content, type,"
+        " section_type, title, description, source_key, created_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            s.kbid,
+            s.heading,
+            s.level,
+            s.parent,
+            s.content,
+            s.type,
+            s.section_type,
+            s.title,
+            s.description,
+            s.source_key,
+            now,
+        ),
+    ).rowcount
+    if inserted:
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
         return True
-    if row[0] is not None:
-        # The same content learned again after it was retired: it is live once more.
-        conn.execute(
-            "UPDATE sections SET retired_at = NULL, superseded_by = NULL, retire_reason = NULL"
-            " WHERE kbid = ?",
-            (s.kbid,),
-        )
+    # The same content learned again after it was retired is live once more.
+    revived = conn.execute(
+        "UPDATE sections SET retired_at = NULL, superseded_by = NULL, retire_reason = NULL"
+        " WHERE kbid = ? AND retired_at IS NOT NULL",
+        (s.kbid,),
+    ).rowcount
+    if revived:
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
     return False
