@@ -264,3 +264,16 @@ def test_learn_warnings(kb: kbdb.KnowledgeBase) -> None:
     assert "empty_content" in r.sections[0].warnings
     r = kb.learn("a titled fact", title="Fact")
     assert r.sections[0].warnings == ()
+
+
+def test_learn_many_batches(kb: kbdb.KnowledgeBase) -> None:
+    items = [
+        kbdb.LearnItem(f"fact {i} about otters", docid=f"o{i}", tags=["otter"]) for i in range(50)
+    ]
+    report = kb.learn_many(items, batch=16)
+    assert report.documents_added == 50 and report.sections_added == 50
+    assert kb.search("otters", limit=100).total == 50
+    again = kb.learn_many(items)
+    assert again.sections_added == 0
+    with pytest.raises(InvalidArgumentError):
+        kb.learn_many([kbdb.LearnItem("x", tags="notalist")])

@@ -28,15 +28,15 @@ from kbdb.errors import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from kbdb.kb import KnowledgeBase
+    from kbdb.kb import KnowledgeBase, LearnItem
 
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that ``import kbdb.errors`` (done by the Rust module) stays light.
-    if name == "KnowledgeBase":
-        from kbdb.kb import KnowledgeBase
+    if name in ("KnowledgeBase", "LearnItem"):
+        from kbdb import kb
 
-        return KnowledgeBase
+        return getattr(kb, name)
     raise AttributeError(f"module 'kbdb' has no attribute {name!r}")
 
 
@@ -52,6 +52,7 @@ __all__ = [
     "KbNotFoundError",
     "KbdbError",
     "KnowledgeBase",
+    "LearnItem",
     "ModelNotAvailableError",
     "NotFoundError",
     "UnsupportedTypeError",

@@ -217,35 +217,24 @@ def learn_corpus(
     Returns:
         ``(documents, sections)`` learned or already present.
     """
-    from kbdb.learn import build_document
+    from kbdb.ingest import split_markdown
+    from kbdb.learn import LearnItem
 
-    # The facade has no batch entry point yet; learn_pending is the path learn_path uses.
-    learner = kb._learner
     documents = sections = 0
     for start in range(0, len(docs), batch):
-        pending = []
+        items = []
         for doc in docs[start : start + batch]:
             title = " ".join(doc.title.split())
             if not title and not doc.text.strip():
                 continue
-            common: dict[str, Any] = {
-                "docid": doc.id,
-                "source": doc.id,
-                "description": None,
-                "tags": (),
-                "section_type": None,
-                "source_path": None,
-                "mode": "document",
-                "title": title or None,
-            }
             text = f"# {title}\n\n{doc.text}" if title else doc.text
-            p = build_document(text=text, type="text/markdown", **common)
-            if len(p.doc.sections) != 1:
-                p = build_document(text=doc.text, type="text/plain", **common)
-            pending.append(p)
-            sections += len(p.doc.sections)
-        learner.learn_pending(pending)
-        documents += len(pending)
+            kind = "text/markdown"
+            if len(split_markdown(text).sections) != 1:
+                text, kind = doc.text, "text/plain"
+            items.append(LearnItem(text, type=kind, title=title or None, docid=doc.id))
+        report = kb.learn_many(items, batch=batch)
+        documents += len(items)
+        sections += len(report.sections)
         if progress:
             progress("learn", min(start + batch, len(docs)), len(docs))
     return documents, sections

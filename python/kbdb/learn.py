@@ -63,7 +63,23 @@ def slug(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Pending:
+class LearnItem:
+    """One block of content for ``KnowledgeBase.learn_many`` (the parameters of ``learn``)."""
+
+    content: str
+    type: str = "text/markdown"
+    title: str | None = None
+    description: str | None = None
+    docid: str | None = None
+    tags: Sequence[str] = ()
+    replace: bool = False
+    section_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A parsed document, ready to be stored."""
+
     doc: NewDocument
     mode: ReplaceMode
     warnings: dict[str, tuple[str, ...]]
@@ -81,7 +97,7 @@ def build_document(
     section_type: str | None,
     source_path: str | None,
     mode: ReplaceMode,
-) -> _Pending:
+) -> Pending:
     """Split ``text`` and compute kbids, source keys, parents and warnings."""
     parsed = _split(text, type)
     doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
@@ -138,7 +154,7 @@ def build_document(
         tags=doc_tags,
         sections=tuple(sections),
     )
-    return _Pending(doc, mode, warnings)
+    return Pending(doc, mode, warnings)
 
 
 def _split(text: str, type: str) -> ParsedDocument:
@@ -163,7 +179,7 @@ class Learner:
         self._index = index
 
     def learn_pending(
-        self, pending: Sequence[_Pending]
+        self, pending: Sequence[Pending]
     ) -> tuple[list[SectionReport], dict[str, int]]:
         """Store a batch of documents in one transaction, then commit the index."""
         reports: list[SectionReport] = []
@@ -232,7 +248,7 @@ class Learner:
         skipped: list[SkippedFile] = []
         totals: dict[str, int] = {}
         done = 0
-        batch: list[_Pending] = []
+        batch: list[Pending] = []
         batch_sections = 0
         last_path = ""
 
@@ -272,7 +288,7 @@ class Learner:
         docid: str | None,
         single_file: bool,
         skipped: list[SkippedFile],
-    ) -> _Pending | None:
+    ) -> Pending | None:
         if entry.type.startswith("image/"):
             return None  # image sections arrive with the content-types issue (#4)
         try:

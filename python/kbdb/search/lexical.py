@@ -6,7 +6,8 @@ Strict, then relaxed: every required clause must match first. When that finds fe
 every strict hit, and marked ``relaxed``. When strict finds nothing at all, the whole
 response is ``relaxed: true``.
 
-Sibling boost: when several candidate sections share a document, each gets its score
+Sibling boost: the lexical path ranks ``max(30, 3 * (offset + limit))`` candidates. When
+several candidate sections share a document, each gets its score
 multiplied by ``1 + sibling_boost * min(m - 1, 3) / 3``, where ``m`` is the number of that
 document's sections among the candidates. So the boost is at most ``sibling_boost``
 (default 0.1, i.e. +10 %) and never lifts a relaxed hit above a strict one.
@@ -30,7 +31,9 @@ from kbdb.store import Database
 from kbdb.store import queries as q
 from kbdb.types import SearchItem, SearchResult
 
-CANDIDATES = 100
+# Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
+CANDIDATES = 30
+SIBLING_WINDOW = 3
 SIBLING_CAP = 3
 _FIELDS = ((_core.FIELD_HEADING, "heading"), (_core.FIELD_BODY, "body"), (_core.FIELD_CODE, "code"))
 
@@ -105,7 +108,7 @@ def lexical_candidates(
 ) -> list[tuple[str, float]]:
     """The top ``count`` (kbid, score) of the lexical path, for fusion with other paths."""
     parsed = parse_query(query, analyzer, synonyms)
-    hits, _, _ = _rank(index, db, parsed, cfg, count, 0, filters, False)
+    hits, _, _ = _rank(index, db, parsed, cfg, count, 0, filters, False, window=count)
     return [(h.kbid, h.score) for h in hits[:count]]
 
 
@@ -118,6 +121,8 @@ def _rank(
     offset: int,
     filters: Filters,
     explain: bool,
+    *,
+    window: int | None = None,
 ) -> tuple[list[_Hit], int, bool]:
     if parsed.empty:
         return [], 0, False
@@ -133,7 +138,7 @@ def _rank(
             )
         if not allow:
             return [], 0, False
-    want = max(CANDIDATES, offset + limit)
+    want = window or max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
     params: dict[str, Any] = {
         "limit": want,
         "allow": allow,
