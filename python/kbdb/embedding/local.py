@@ -1,0 +1,301 @@
+"""``OnnxEmbeddingProvider``: sentence embeddings with ONNX Runtime, offline.
+
+The pipeline reproduces sentence-transformers' ``all-MiniLM-L6-v2`` exactly (cosine
+>= 0.9999 against its golden vectors, tests/embedding):
+
+1. ``tokenizers`` from ``tokenizer.json``, truncated at 256 tokens (``max_seq_length``).
+   The shipped file says ``truncation 128`` and ``padding Fixed(128)``; both are
+   overridden (../shared/models/all-MiniLM-L6-v2/README.md, "Pitfall").
+2. Texts are tokenized once, sorted by token count, and cut into batches of at most
+   ``batch_size`` (<= 64); each batch is padded only to its own longest item, so short
+   texts never pay for long ones. Rows are put back in input order at the end.
+3. ``last_hidden_state`` is mean-pooled over the attention mask, then L2-normalized.
+
+One ``InferenceSession`` per (model file, threads) per process, shared by every provider
+object (loading costs ~0.3 s and ~100 MB); ORT sessions are safe to run from many threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbdb.embedding.model import ModelFiles, resolve_model
+from kbdb.embedding.provider import (
+    MAX_BATCH,
+    batches,
+    empty_vectors,
+    finish_vectors,
+)
+from kbdb.errors import EmbeddingFailedError
+
+if TYPE_CHECKING:
+    from kbdb.config import EmbeddingConfig
+    from kbdb.embedding.provider import ProgressCallback, Vectors
+
+log = logging.getLogger("kbdb")
+
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+DEFAULT_MAX_THREADS = 8  # beyond this a 6-layer MiniLM gains little per extra core
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """A session and its tokenizer, shared process-wide."""
+
+    session: Any  # onnxruntime.InferenceSession
+    tokenizer: Any  # tokenizers.Tokenizer
+    input_names: frozenset[str]
+    files: ModelFiles  # the model file actually loaded (int8 when quantized) + tokenizer
+
+
+_CACHE: dict[tuple[str, int], _Loaded] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def default_threads() -> int:
+    """Inference threads when ``threads = 0``: the usable cores, at most 8."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, DEFAULT_MAX_THREADS))
+
+
+def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Any:
+    """``tokenizer.json`` with truncation at ``max_tokens`` and no padding (we pad per batch)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    tok.enable_truncation(max_length=max_tokens)
+    tok.no_padding()
+    return tok
+
+
+def new_session(model: Path, threads: int) -> Any:
+    """A fresh CPU ``InferenceSession`` with ``threads`` intra-op threads, silent on stderr."""
+    import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3  # errors only: nothing prints (STYLE.md)
+    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+
+
+def _load(model: Path, tokenizer: Path, threads: int) -> _Loaded:
+    """The shared session for (model, threads), created on first use."""
+    key = (str(model.resolve()), threads)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is None:
+            session = new_session(model, threads)
+            names = frozenset(i.name for i in session.get_inputs())
+            files = ModelFiles(model=model, tokenizer=tokenizer)
+            hit = _Loaded(session, load_tokenizer(tokenizer), names, files)
+            _CACHE[key] = hit
+            log.debug("onnx session for %s with %d threads", model, threads)
+        return hit
+
+
+def encode_batch(tok: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each text (truncated, unpadded), tokenized in parallel by Rust."""
+    return [e.ids for e in tok.encode_batch(list(texts), add_special_tokens=True)]
+
+
+def pad(ids: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+    """``input_ids`` and ``attention_mask`` int64 ``[b, longest]``, right-padded with 0."""
+    import numpy as np
+
+    longest = max(len(row) for row in ids)
+    input_ids = np.zeros((len(ids), longest), dtype=np.int64)
+    mask = np.zeros((len(ids), longest), dtype=np.int64)
+    for r, row in enumerate(ids):
+        input_ids[r, : len(row)] = row
+        mask[r, : len(row)] = 1
+    return input_ids, mask
+
+
+def mean_pool(hidden: Any, mask: Any) -> Any:
+    """Mean of ``hidden [b, s, d]`` over the positions where ``mask [b, s]`` is 1."""
+    import numpy as np
+
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden * weights).sum(axis=1)
+    return summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))
+
+
+class OnnxEmbeddingProvider:
+    """Local embeddings with ONNX Runtime (``provider = "onnx"``).
+
+    The model is resolved (and downloaded on first use) and the session loaded on the
+    first :meth:`embed`, not at construction, so opening a knowledge base stays cheap.
+
+    Args:
+        files: the model files, or a function that finds them (called once, lazily).
+        model_name: the name stored in ``vectors-meta.toml``.
+        dimensions: the expected vector length; other lengths are an error.
+        threads: intra-op threads; 0 means :func:`default_threads`.
+        batch_size: texts per model call, 1 to 64.
+        quantized: use an int8 model (see :mod:`kbdb.embedding.quantize`).
+        quantized_dir: where a locally built int8 model is cached (default: the model's
+            user-cache folder, ``<user data dir>/kbdb/models/<model_name>``).
+    """
+
+    def __init__(
+        self,
+        files: ModelFiles | Callable[[], ModelFiles],
+        *,
+        model_name: str = "all-MiniLM-L6-v2",
+        dimensions: int = 384,
+        threads: int = 0,
+        batch_size: int = MAX_BATCH,
+        quantized: bool = False,
+        quantized_dir: Path | None = None,
+    ) -> None:
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise ValueError(f"batch_size must be from 1 to {MAX_BATCH} (got {batch_size})")
+        self._files = files
+        self._name = model_name
+        self._dimensions = dimensions
+        self._threads = threads if threads > 0 else default_threads()
+        self._batch_size = batch_size
+        self._quantized = quantized
+        self._quantized_dir = quantized_dir
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: EmbeddingConfig,
+        *,
+        kbdir: Path | None = None,
+        cache_dir: Path | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> OnnxEmbeddingProvider:
+        """The provider ``[embedding]`` describes; the model is resolved on first use."""
+        from kbdb.embedding.model import model_cache_dir
+
+        resolve = functools.partial(
+            resolve_model, cfg, cache_dir=cache_dir, kbdir=kbdir, progress=progress
+        )
+        return cls(
+            resolve,
+            model_name=cfg.model,
+            dimensions=cfg.dimensions,
+            threads=cfg.threads,
+            batch_size=cfg.batch_size,
+            quantized=cfg.quantized,
+            quantized_dir=model_cache_dir(cfg.model, cache_dir),
+        )
+
+    def dimensions(self) -> int:
+        """The configured vector length (384 for all-MiniLM-L6-v2)."""
+        return self._dimensions
+
+    def model_name(self) -> str:
+        """The configured model name, with ``+int8`` when quantized (its vectors differ)."""
+        return f"{self._name}+int8" if self._quantized else self._name
+
+    @property
+    def threads(self) -> int:
+        """The intra-op threads the session uses."""
+        return self._threads
+
+    def load(self) -> ModelFiles:
+        """Resolve the model and load the session now; return the files in use.
+
+        Raises:
+            ModelNotAvailableError: the model is missing and could not be downloaded.
+            EmbeddingFailedError: ONNX Runtime could not load the file.
+        """
+        with self._lock:
+            if self._loaded is None:
+                files = self._files() if callable(self._files) else self._files
+                self._files = files  # resolve (and download) once
+                model = files.model
+                if self._quantized:
+                    from kbdb.embedding.model import model_cache_dir
+                    from kbdb.embedding.quantize import int8_model
+
+                    cache = self._quantized_dir or model_cache_dir(self._name)
+                    model = int8_model(files, cache_dir=cache)
+                try:
+                    self._loaded = _load(model, files.tokenizer, self._threads)
+                except Exception as exc:  # onnxruntime raises its own untyped errors
+                    raise EmbeddingFailedError(
+                        f"onnx embedding provider: cannot load {model}: {exc}"
+                    ) from None
+            return self._loaded.files
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts``: ``[len(texts), dimensions()]`` float32 unit vectors, input order.
+
+        Raises:
+            ModelNotAvailableError: on first use, the model could not be found or fetched.
+            EmbeddingFailedError: inference failed or gave vectors of the wrong length.
+        """
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str")
+        if len(texts) == 0:
+            return empty_vectors(self._dimensions)
+        self.load()
+        loaded = self._loaded
+        assert loaded is not None
+        ids = encode_batch(loaded.tokenizer, texts)
+        # Longest first: the first batch shows the peak memory at once, and equal lengths
+        # sit together so each batch pads little (sentence-transformers sorts the same way).
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        out = np.empty((len(texts), self._dimensions), dtype=np.float32)
+        for start in batches(len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            out[rows] = self._run(loaded, [ids[i] for i in rows])
+        return out
+
+    def _run(self, loaded: _Loaded, ids: list[list[int]]) -> Vectors:
+        """One model call on one padded batch; pooled and normalized vectors."""
+        import numpy as np
+
+        input_ids, mask = pad(ids)
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in loaded.input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            hidden = loaded.session.run(None, feeds)[0]
+        except Exception as exc:  # onnxruntime.capi.onnxruntime_pybind11_state.* errors
+            raise EmbeddingFailedError(
+                f"onnx embedding provider: inference failed for model {self._name}: {exc}"
+            ) from None
+        if hidden.ndim != 3:
+            raise EmbeddingFailedError(
+                f"onnx embedding provider: model {self._name} output has shape "
+                f"{tuple(hidden.shape)}, expected [batch, sequence, {self._dimensions}]"
+            )
+        return finish_vectors(
+            mean_pool(hidden, mask),
+            provider="onnx",
+            model=self._name,
+            dimensions=self._dimensions,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxEmbeddingProvider(model_name={self.model_name()!r}, "
+            f"dimensions={self._dimensions}, threads={self._threads})"
+        )
+
+
+def clear_session_cache() -> None:
+    """Forget the shared sessions (tests and benchmarks; sessions in use stay valid)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
