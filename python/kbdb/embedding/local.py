@@ -11,7 +11,7 @@ The pipeline reproduces sentence-transformers' ``all-MiniLM-L6-v2`` exactly (cos
    texts never pay for long ones. Rows are put back in input order at the end.
 3. ``last_hidden_state`` is mean-pooled over the attention mask, then L2-normalized.
 
-One ``InferenceSession`` per (model file, threads) per process, shared by every provider
+One ``InferenceSession`` per (model file, tokenizer, threads) per process, shared by every provider
 object (loading costs ~0.3 s and ~100 MB); ORT sessions are safe to run from many threads.
 """
 
@@ -52,10 +52,9 @@ class _Loaded:
     session: Any  # onnxruntime.InferenceSession
     tokenizer: Any  # tokenizers.Tokenizer
     input_names: frozenset[str]
-    files: ModelFiles  # the model file actually loaded (int8 when quantized) + tokenizer
 
 
-_CACHE: dict[tuple[str, int], _Loaded] = {}
+_CACHE: dict[tuple[str, str, int], _Loaded] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -91,15 +90,14 @@ def new_session(model: Path, threads: int) -> Any:
 
 
 def _load(model: Path, tokenizer: Path, threads: int) -> _Loaded:
-    """The shared session for (model, threads), created on first use."""
-    key = (str(model.resolve()), threads)
+    """The shared session for (model, tokenizer, threads), created on first use."""
+    key = (str(model.resolve()), str(tokenizer.resolve()), threads)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is None:
             session = new_session(model, threads)
             names = frozenset(i.name for i in session.get_inputs())
-            files = ModelFiles(model=model, tokenizer=tokenizer)
-            hit = _Loaded(session, load_tokenizer(tokenizer), names, files)
+            hit = _Loaded(session, load_tokenizer(tokenizer), names)
             _CACHE[key] = hit
             log.debug("onnx session for %s with %d threads", model, threads)
         return hit
@@ -170,6 +168,7 @@ class OnnxEmbeddingProvider:
         self._quantized = quantized
         self._quantized_dir = quantized_dir
         self._loaded: _Loaded | None = None
+        self._in_use: ModelFiles | None = None  # the model actually loaded (int8 if quantized)
         self._lock = threading.Lock()
 
     @classmethod
@@ -230,11 +229,13 @@ class OnnxEmbeddingProvider:
                     model = int8_model(files, cache_dir=cache)
                 try:
                     self._loaded = _load(model, files.tokenizer, self._threads)
+                    self._in_use = ModelFiles(model=model, tokenizer=files.tokenizer)
                 except Exception as exc:  # onnxruntime raises its own untyped errors
                     raise EmbeddingFailedError(
                         f"onnx embedding provider: cannot load {model}: {exc}"
                     ) from None
-            return self._loaded.files
+            assert self._in_use is not None
+            return self._in_use
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts``: ``[len(texts), dimensions()]`` float32 unit vectors, input order.

@@ -6,11 +6,15 @@ Lookup order:
    or ``model_qint8.onnx`` (also under ``onnx/``), as Hugging Face repositories name them.
 2. A file built earlier by this module in the user cache.
 3. Otherwise it is built once with ``onnxruntime.quantization.quantize_dynamic`` (int8
-   weights, dynamic activations) and cached as ``model_int8-<key>.onnx`` in the model's
-   user-cache folder, never beside a ``model_path`` that may be read-only. ``<key>`` comes
-   from the source file's size and mtime, so a replaced model gets a new int8 file. The
-   build needs the ``onnx`` package (``pip install onnx``) and writes through a temporary
-   file and an atomic rename.
+   weights per output channel, MatMul only, dynamic activations) and cached as
+   ``model_int8-<key>.onnx`` in the model's user-cache folder, never beside a
+   ``model_path`` that may be read-only. ``<key>`` comes from the source file's path, size
+   and mtime, so a replaced model gets a new int8 file. The build needs the ``onnx``
+   package (``pip install onnx``) and writes through a temporary file and an atomic rename.
+
+Why per-channel MatMul only: on the 50 golden sentences (tests/embedding) the default
+settings gave cosine min 0.866 / mean 0.950 against the fp32 reference, per-channel
+MatMul-only 0.970 / 0.992, at the same speed (2.4x fp32 on 40-word texts, one run, 2 cores).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from kbdb.embedding.model import MODEL_PATH_HINT, ModelFiles
@@ -45,6 +50,22 @@ def _cache_name(model: Path) -> str:
     st = model.stat()
     key = hashlib.sha256(f"{model.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
     return f"model_int8-{key[:12]}.onnx"
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """onnxruntime.quantization calls ``logging.warning`` on the root logger, which would
+    install a stderr handler (``basicConfig``) and print; swallow its records meanwhile."""
+    root = logging.getLogger()
+    sink = logging.NullHandler()
+    drop = logging.Filter("kbdb")  # passes only kbdb records
+    root.addHandler(sink)
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        root.removeHandler(sink)
 
 
 def int8_model(files: ModelFiles, *, cache_dir: Path) -> Path:
@@ -93,7 +114,14 @@ def int8_model(files: ModelFiles, *, cache_dir: Path) -> Path:
         tmp = Path(tmp_name)
         try:
             log.info("building int8 model %s from %s", target, files.model)
-            quantize_dynamic(files.model, tmp, weight_type=QuantType.QInt8)
+            with _quiet_root_logger():
+                quantize_dynamic(
+                    files.model,
+                    tmp,
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                )
             os.replace(tmp, target)
         finally:
             with contextlib.suppress(OSError):
