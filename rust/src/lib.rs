@@ -1,8 +1,8 @@
 //! kbdb-core: the engine under kbdb.
 //!
 //! It owns the hot paths that the design card puts in Rust: the analyzer (`text`), the
-//! lexical index as immutable segments with BM25F scoring (`lexical`), and the on-disk
-//! format helpers (`format`). There is no business logic here: the Python package decides
+//! lexical index as immutable segments with BM25F scoring (`lexical`), the vector index
+//! with its SIMD top-k scan (`vector`), and the on-disk format helpers (`format`). There is no business logic here: the Python package decides
 //! what to index and when; this crate decides how, quickly and safely.
 //!
 //! PyO3 lives only in `py/`, behind the `python` feature, so `cargo test` needs no Python.
@@ -11,6 +11,7 @@ pub mod error;
 pub mod format;
 pub mod lexical;
 pub mod text;
+pub mod vector;
 
 #[cfg(feature = "python")]
 mod py;

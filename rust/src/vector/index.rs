@@ -1,0 +1,384 @@
+//! [`VectorIndex`]: the vector index of one directory, and its snapshots. Writing lives in
+//! `update`, the scan in `scan`.
+//!
+//! Concurrency: searches clone the current `Arc<Snapshot>` and run without locks; a
+//! snapshot's maps stay valid after a writer unlinks or replaces the files. Writers are
+//! serialized by the caller across processes (kbdb's write lock) and by a mutex within one
+//! process; every write starts from the meta file on disk, so a stale `VectorIndex` never
+//! overwrites another process's publish.
+//!
+//! Loading a snapshot: read the meta file; open the state in `[vectors]`, or, when
+//! `vectors.idx` on disk is the one `[previous]` describes (a write between its two
+//! renames), that one. If a file is missing or `vectors.idx` matches neither, re-read the
+//! meta file: if it changed, a writer published in between and we retry; if not, the index
+//! is corrupt.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use super::file::{RecordWriter, VectorReader};
+use super::filter::Bitset;
+use super::meta::{Meta, VectorState, BASE_FILE, META_FILE};
+use super::scan::{scan, Part, Threads};
+use super::tombstone::read_tombstones;
+use super::{KbidHash, Score};
+use crate::error::{Error, Result};
+use crate::format::{write_atomic, write_new_atomic};
+
+/// How often a reader re-reads the meta file after a concurrent publish moved files under
+/// it, before giving up.
+const OPEN_ATTEMPTS: usize = 8;
+
+/// Everything one state of the meta file names, opened and cross-checked.
+pub struct Snapshot {
+    /// The meta file as read (both tables).
+    pub meta: Meta,
+    meta_bytes: Vec<u8>,
+    /// The state in effect (`meta.vectors`, or `meta.previous` mid-write).
+    pub state: VectorState,
+    pub base: Arc<VectorReader>,
+    pub appends: Option<Arc<VectorReader>>,
+    pub tombstones: Arc<Vec<KbidHash>>,
+    /// Live records of `vectors.idx`; `None` when nothing is tombstoned.
+    base_live: Option<Arc<Bitset>>,
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Result<Snapshot> {
+    let meta_path = dir.join(META_FILE);
+    let base = match prev.filter(|p| p.state.expected_base() == state.expected_base()) {
+        Some(p) => p.base.clone(),
+        None => Arc::new(VectorReader::open(&dir.join(BASE_FILE), &state.expected_base())?),
+    };
+    let appends = match state.expected_appends() {
+        None => None,
+        Some((name, expect)) => Some(
+            match prev.and_then(|p| {
+                (p.state.appends.as_deref() == Some(name)
+                    && p.state.append_checksum == state.append_checksum)
+                    .then(|| p.appends.clone())
+                    .flatten()
+            }) {
+                Some(a) => a,
+                None => Arc::new(VectorReader::open(&dir.join(name), &expect)?),
+            },
+        ),
+    };
+    let tombstones = match &state.tombstones {
+        None => Arc::new(Vec::new()),
+        Some(name) => match prev.filter(|p| p.state.tombstones.as_ref() == Some(name)) {
+            Some(p) => p.tombstones.clone(),
+            None => Arc::new(read_tombstones(&dir.join(name))?),
+        },
+    };
+    if tombstones.len() != state.tombstone_count as usize {
+        return Err(Error::corrupt(
+            &meta_path,
+            format!(
+                "the tombstone file holds {} kbids, the meta file says {}",
+                tombstones.len(),
+                state.tombstone_count
+            ),
+        ));
+    }
+    let base_live = if tombstones.is_empty() {
+        None
+    } else {
+        let mut live = Bitset::full(base.len());
+        for t in tombstones.iter() {
+            let i = base.find(t).ok_or_else(|| {
+                Error::corrupt(&meta_path, "a tombstone names a kbid absent from vectors.idx")
+            })?;
+            live.remove(i);
+        }
+        Some(Arc::new(live))
+    };
+    if let Some(a) = &appends {
+        for i in 0..a.len() {
+            let live_in_base = base
+                .find(a.kbid(i))
+                .is_some_and(|j| base_live.as_ref().is_none_or(|l| l.contains(j)));
+            if live_in_base {
+                return Err(Error::corrupt(
+                    &meta_path,
+                    "an appended kbid is also live in vectors.idx",
+                ));
+            }
+        }
+    }
+    Ok(Snapshot {
+        meta: Meta {
+            vectors: state.clone(),
+            previous: None,
+        },
+        meta_bytes: Vec::new(),
+        state: state.clone(),
+        base,
+        appends,
+        tombstones,
+        base_live,
+    })
+}
+
+fn open_meta(dir: &Path, meta: &Meta, prev: Option<&Snapshot>) -> Result<Snapshot> {
+    match open_state(dir, &meta.vectors, prev) {
+        Ok(s) => Ok(s),
+        Err(first) => match &meta.previous {
+            Some(old) => open_state(dir, old, prev).map_err(|_| first),
+            None => Err(first),
+        },
+    }
+}
+
+/// Reads the meta file and opens what it names, retrying while concurrent publishes move
+/// files under us (see the module docs).
+pub(super) fn load_snapshot(dir: &Path, prev: Option<&Snapshot>) -> Result<Snapshot> {
+    let mut last_bytes: Option<Vec<u8>> = None;
+    let mut last_err = None;
+    for _ in 0..OPEN_ATTEMPTS {
+        let (meta, bytes) = Meta::read(dir)?;
+        if last_bytes.as_ref() == Some(&bytes) {
+            break;
+        }
+        match open_meta(dir, &meta, prev) {
+            Ok(mut snap) => {
+                snap.meta = meta;
+                snap.meta_bytes = bytes;
+                return Ok(snap);
+            }
+            Err(e @ (Error::Corrupt { .. } | Error::FormatVersion { .. })) => last_err = Some(e),
+            Err(e) if is_not_found(&e) => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+        last_bytes = Some(bytes);
+    }
+    match last_err {
+        Some(e) if is_not_found(&e) => Err(Error::corrupt(
+            dir.join(META_FILE),
+            format!("a listed file is missing: {e}"),
+        )),
+        Some(e) => Err(e),
+        None => Err(Error::corrupt(dir.join(META_FILE), "could not be opened")),
+    }
+}
+
+impl Snapshot {
+    /// Whether record `i` of `vectors.idx` is live.
+    pub fn base_is_live(&self, i: usize) -> bool {
+        self.base_live.as_ref().is_none_or(|l| l.contains(i))
+    }
+
+    /// The stored little-endian f32 bytes of a live `kbid`.
+    pub fn lookup(&self, kbid: &KbidHash) -> Option<&[u8]> {
+        if let Some(a) = &self.appends {
+            if let Some(i) = a.find(kbid) {
+                return Some(a.vector_bytes(i));
+            }
+        }
+        let i = self.base.find(kbid)?;
+        self.base_is_live(i).then(|| self.base.vector_bytes(i))
+    }
+
+    /// Every live kbid, ascending.
+    pub fn kbids(&self) -> Vec<KbidHash> {
+        let mut out: Vec<KbidHash> = (0..self.base.len())
+            .filter(|&i| self.base_is_live(i))
+            .map(|i| *self.base.kbid(i))
+            .collect();
+        if let Some(a) = &self.appends {
+            out.extend((0..a.len()).map(|i| *a.kbid(i)));
+            out.sort_unstable();
+        }
+        out
+    }
+
+    /// Live vectors.
+    pub fn count(&self) -> u64 {
+        self.state.section_count
+    }
+
+    /// The best `limit` live records for `query`, restricted to `allow` when given.
+    pub fn search(
+        &self,
+        query: &[f32],
+        limit: usize,
+        allow: Option<&[KbidHash]>,
+        threads: Threads,
+    ) -> Result<Vec<(KbidHash, Score)>> {
+        let dims = usize::from(self.state.dimensions);
+        if query.len() != dims {
+            return Err(Error::DimensionMismatch {
+                expected: dims,
+                found: query.len(),
+            });
+        }
+        if query.iter().any(|x| !x.is_finite()) {
+            return Err(Error::InvalidArgument(
+                "the query vector has a NaN or infinite component".into(),
+            ));
+        }
+        let (base_filter, append_filter) = match allow {
+            None => (None, None),
+            Some(allow) => {
+                let mut b = Bitset::new(self.base.len());
+                let mut a = Bitset::new(self.appends.as_ref().map_or(0, |a| a.len()));
+                for k in allow {
+                    if let Some(i) = self.appends.as_ref().and_then(|ap| ap.find(k)) {
+                        a.insert(i);
+                    } else if let Some(i) = self.base.find(k).filter(|&i| self.base_is_live(i)) {
+                        b.insert(i);
+                    }
+                }
+                (Some(b), Some(a))
+            }
+        };
+        let mut parts = vec![Part {
+            reader: &self.base,
+            filter: base_filter.as_ref().or(self.base_live.as_deref()),
+        }];
+        if let Some(a) = &self.appends {
+            parts.push(Part {
+                reader: a,
+                filter: append_filter.as_ref(),
+            });
+        }
+        Ok(scan(&parts, query, limit, threads))
+    }
+
+    /// Bytes of the files this snapshot uses, the meta file included.
+    pub fn size_bytes(&self) -> u64 {
+        let tomb = if self.tombstones.is_empty() {
+            0
+        } else {
+            4 + 16 * self.tombstones.len() as u64 + crate::format::FOOTER_LEN as u64
+        };
+        self.meta_bytes.len() as u64
+            + self.base.file_len() as u64
+            + self.appends.as_ref().map_or(0, |a| a.file_len() as u64)
+            + tomb
+    }
+}
+
+/// The vector index in one directory.
+pub struct VectorIndex {
+    pub(super) dir: PathBuf,
+    current: RwLock<Arc<Snapshot>>,
+    /// Serializes writers within this process (the caller serializes processes).
+    pub(super) writer: Mutex<()>,
+}
+
+/// What `open` does when the meta file is missing or broken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Fail with `Io` (not found) or `Corrupt`.
+    Existing,
+    /// Create an empty index of this model and dimensions when the meta file is missing.
+    Create { model_name: String, dimensions: u16 },
+    /// Publish an empty index over whatever is there (the caller holds the write lock).
+    Reset { model_name: String, dimensions: u16 },
+}
+
+fn empty_base_bytes(dimensions: u16) -> Result<(Vec<u8>, u32)> {
+    let w = RecordWriter::new(Vec::new(), Path::new(BASE_FILE), dimensions, 0)?;
+    w.finish()
+}
+
+impl VectorIndex {
+    /// Opens the vector index in `dir` (see [`OpenMode`]).
+    pub fn open(dir: &Path, mode: OpenMode) -> Result<VectorIndex> {
+        let meta_path = dir.join(META_FILE);
+        match &mode {
+            OpenMode::Existing => {}
+            OpenMode::Create {
+                model_name,
+                dimensions,
+            } => {
+                if !meta_path.exists() {
+                    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                    let (bytes, crc) = empty_base_bytes(*dimensions)?;
+                    // Racing creators write identical bytes here (same configuration).
+                    write_atomic(&dir.join(BASE_FILE), &bytes)?;
+                    let meta = Meta {
+                        vectors: VectorState::empty(model_name, *dimensions, crc),
+                        previous: None,
+                    };
+                    match write_new_atomic(&meta_path, meta.to_text()?.as_bytes()) {
+                        Err(Error::Io { source, .. })
+                            if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        other => other?,
+                    }
+                }
+            }
+            OpenMode::Reset {
+                model_name,
+                dimensions,
+            } => {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                super::update::publish_reset(dir, model_name, *dimensions)?;
+            }
+        }
+        let snap = load_snapshot(dir, None)?;
+        Ok(VectorIndex {
+            dir: dir.to_path_buf(),
+            current: RwLock::new(Arc::new(snap)),
+            writer: Mutex::new(()),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The snapshot searches currently see.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(super) fn install(&self, snap: Snapshot) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(snap);
+    }
+
+    /// Picks up a newer meta file; true if the snapshot changed.
+    pub fn reload(&self) -> Result<bool> {
+        let cur = self.snapshot();
+        let path = self.dir.join(META_FILE);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        if bytes == cur.meta_bytes {
+            return Ok(false);
+        }
+        let snap = load_snapshot(&self.dir, Some(&cur))?;
+        let changed = snap.meta_bytes != cur.meta_bytes;
+        self.install(snap);
+        Ok(changed)
+    }
+
+    /// Re-reads every file from disk (not this object's snapshot) and checks checksums,
+    /// order, counts and values; returns the problems found (empty when sound).
+    pub fn verify(&self) -> Vec<String> {
+        let snap = match load_snapshot(&self.dir, None) {
+            Ok(s) => s,
+            Err(e) => return vec![e.to_string()],
+        };
+        let mut problems = Vec::new();
+        for r in std::iter::once(&snap.base).chain(&snap.appends) {
+            let bad = (0..r.len()).find(|&i| {
+                super::le_bytes_to_f32s(r.vector_bytes(i))
+                    .iter()
+                    .any(|x| !x.is_finite())
+            });
+            if let Some(i) = bad {
+                problems.push(format!(
+                    "{}: record {i} has a NaN or infinite component",
+                    r.path().display()
+                ));
+            }
+        }
+        problems
+    }
+}

@@ -1,0 +1,158 @@
+//! Dot-product kernels, one instruction set per file, chosen once at run time.
+//!
+//! | file        | instruction set        | width | notes                                  |
+//! |-------------|------------------------|-------|----------------------------------------|
+//! | `avx512.rs` | AVX-512F (x86_64)      | 16    | masked loads for the tail              |
+//! | `avx2.rs`   | AVX2 + FMA (x86_64)    | 8     | scalar tail                            |
+//! | `neon.rs`   | NEON (aarch64)         | 4     | byte loads reinterpreted (unaligned)   |
+//! | `scalar.rs` | portable Rust          | 8 lanes | the reference the others are tested against |
+//!
+//! A kernel computes `Σ q[i] · v[i]` between a query (native `f32`, aligned) and a stored
+//! vector (little-endian `f32` bytes at any alignment: records start at odd offsets). The
+//! SIMD kernels use FMA and four independent accumulators, so they sum in a different order
+//! than the scalar one; `rust/tests/vector_kernels.rs` checks every kernel available on the
+//! machine against scalar within 1e-4 of `Σ |q[i] · v[i]|`.
+//!
+//! [`best`] picks the widest kernel the CPU supports (`is_x86_feature_detected!` /
+//! `is_aarch64_feature_detected!`) once and caches it in a `OnceLock`. The environment
+//! variable `KBDB_VECTOR_KERNEL` (`avx512`, `avx2`, `neon`, `scalar`) forces an available
+//! kernel, for benchmarks and debugging; an unknown or unavailable name is ignored.
+//!
+//! A [`Kernel`] value can only be built by its file's `detect`, after the feature check, so
+//! holding one is the proof that its `unsafe` functions may run on this CPU.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+mod scalar;
+
+use std::sync::OnceLock;
+
+use super::{COMPONENT_BYTES, KBID_LEN};
+
+/// `dot(q, v, n)`: `v` points at `n` little-endian `f32`s (any alignment), `q` at `n` f32s.
+type DotPtr = unsafe fn(q: *const f32, v: *const u8, n: usize) -> f32;
+/// `dot_rows(q, records, stride, rows, out)`: for each row `r`, the dot of `q` with the
+/// vector at `records[r * stride + 16..]`; bounds checked by [`Kernel::dot_rows`].
+type DotRows = unsafe fn(q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: &mut [f32]);
+
+/// One instruction set's dot products. See the module docs for why constructing one is
+/// restricted.
+#[derive(Clone, Copy)]
+pub struct Kernel {
+    name: &'static str,
+    dot: DotPtr,
+    dot_rows: DotRows,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Kernel {
+    /// Only for the kernel files' `detect`, after checking the CPU features.
+    fn new(name: &'static str, dot: DotPtr, dot_rows: DotRows) -> Kernel {
+        Kernel {
+            name,
+            dot,
+            dot_rows,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// `Σ q[i] · v[i]` over the common length of `q` and `v` (little-endian f32 bytes).
+    pub fn dot(&self, q: &[f32], v: &[u8]) -> f32 {
+        let n = q.len().min(v.len() / COMPONENT_BYTES);
+        // SAFETY: `self` exists only if `detect` found the CPU features (module docs); `q`
+        // holds at least `n` f32s and `v` at least `n * 4` bytes.
+        unsafe { (self.dot)(q.as_ptr(), v.as_ptr(), n) }
+    }
+
+    /// Scores of `rows` (record indices into `records`, records being `stride` bytes: a
+    /// 16-byte kbid then the vector) into `out[..rows.len()]`.
+    ///
+    /// # Panics
+    /// If a record is too short for `q`, a row is past the end of `records`, or `out` is
+    /// shorter than `rows`: all caller bugs, never data-dependent (rows come from bitsets
+    /// sized by validated files).
+    pub fn dot_rows(&self, q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: &mut [f32]) {
+        assert!(stride >= KBID_LEN + q.len() * COMPONENT_BYTES, "record stride too short");
+        assert!(out.len() >= rows.len(), "score buffer too short");
+        let count = records.len() / stride;
+        assert!(
+            rows.iter().all(|&r| (r as usize) < count),
+            "row past the end of the records"
+        );
+        // SAFETY: CPU features as in `dot`; every row's record lies inside `records` and
+        // holds `q.len()` components (both asserted above).
+        unsafe { (self.dot_rows)(q, records, stride, rows, out) }
+    }
+}
+
+/// Every kernel this CPU supports, widest first; scalar is always last.
+pub fn available() -> Vec<Kernel> {
+    let mut out = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        out.extend(avx512::detect());
+        out.extend(avx2::detect());
+    }
+    #[cfg(target_arch = "aarch64")]
+    out.extend(neon::detect());
+    out.push(scalar::kernel());
+    out
+}
+
+/// The kernel used by scans (cached; see the module docs for `KBDB_VECTOR_KERNEL`).
+pub fn best() -> &'static Kernel {
+    static BEST: OnceLock<Kernel> = OnceLock::new();
+    BEST.get_or_init(|| {
+        let all = available();
+        let forced = std::env::var("KBDB_VECTOR_KERNEL").ok();
+        forced
+            .and_then(|name| all.iter().find(|k| k.name == name).copied())
+            .unwrap_or(all[0])
+    })
+}
+
+/// The portable kernel (the reference).
+pub fn scalar() -> Kernel {
+    scalar::kernel()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_is_available_and_scalar_is_last() {
+        let all = available();
+        assert_eq!(all.last().map(|k| k.name()), Some("scalar"));
+        assert!(all.iter().any(|k| k.name() == best().name()));
+    }
+
+    #[test]
+    fn dot_rows_matches_dot() {
+        let dims = 19;
+        let stride = KBID_LEN + dims * 4;
+        let records: Vec<u8> = (0..stride * 5).map(|i| (i % 7) as u8).collect();
+        let q: Vec<f32> = (0..dims).map(|i| i as f32 * 0.5 - 3.0).collect();
+        for k in available() {
+            let rows = [4u32, 0, 2];
+            let mut out = [0f32; 3];
+            k.dot_rows(&q, &records, stride, &rows, &mut out);
+            for (o, &r) in out.iter().zip(&rows) {
+                let at = r as usize * stride + KBID_LEN;
+                assert_eq!(*o, k.dot(&q, &records[at..at + dims * 4]), "{}", k.name());
+            }
+        }
+    }
+}
