@@ -59,6 +59,11 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 Handler = Callable[[BaseHTTPRequestHandler], None]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that gave up (timeout tests) is expected; print nothing
+
+
 class Loopback:
     """A real HTTP/1.1 server on 127.0.0.1 whose requests go to ``handle``; it records
     each request's path, headers and body."""
@@ -84,9 +89,9 @@ class Loopback:
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002
                 pass  # tests print nothing
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), _Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:

@@ -27,6 +27,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -189,9 +190,12 @@ class ApiEmbeddingProvider:
                 headers = {"Accept": "application/json"}
                 if self._key:
                     headers["Authorization"] = f"Bearer {self._key}"
-                self._client = httpx.Client(
+                client = httpx.Client(
                     timeout=httpx.Timeout(self._timeout), headers=headers, follow_redirects=False
                 )
+                # Connections close when the provider is collected, even without close().
+                weakref.finalize(self, client.close)
+                self._client = client
             return self._client
 
     def _scrub(self, text: str) -> str:

@@ -193,7 +193,8 @@ class OnnxEmbeddingProvider:
             threads=cfg.threads,
             batch_size=cfg.batch_size,
             quantized=cfg.quantized,
-            quantized_dir=model_cache_dir(cfg.model, cache_dir),
+            # None: the default user cache, found on first use (platformdirs stays unloaded).
+            quantized_dir=model_cache_dir(cfg.model, cache_dir) if cache_dir else None,
         )
 
     def dimensions(self) -> int:

@@ -1,0 +1,209 @@
+"""Model resolution and the first-use download, against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.embedding.conftest import Loopback, closed_port_url, send
+
+from kbdb.config import EmbeddingConfig
+from kbdb.embedding import (
+    KNOWN_MODELS,
+    ModelSpec,
+    OnnxEmbeddingProvider,
+    RemoteFile,
+    default_cache_dir,
+    download_model,
+    model_cache_dir,
+    resolve_model,
+)
+from kbdb.errors import ModelNotAvailableError
+
+Start = Callable[[Callable[[BaseHTTPRequestHandler], None]], Loopback]
+
+MODEL_BYTES = bytes(range(256)) * 4096  # 1 MiB: several chunks
+TOKENIZER_BYTES = b'{"version": "1.0", "model": {}}'
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def spec(model_sha: str = sha(MODEL_BYTES)) -> ModelSpec:
+    return ModelSpec(
+        name="tiny",
+        base_url="http://127.0.0.1:9/unused",
+        files=(
+            RemoteFile("model.onnx", "onnx/model.onnx", model_sha, len(MODEL_BYTES)),
+            RemoteFile(
+                "tokenizer.json", "tokenizer.json", sha(TOKENIZER_BYTES), len(TOKENIZER_BYTES)
+            ),
+        ),
+        dimensions=4,
+    )
+
+
+def file_server(files: dict[str, bytes]) -> Callable[[BaseHTTPRequestHandler], None]:
+    def handle(h: BaseHTTPRequestHandler) -> None:
+        data = files.get(h.path)
+        if data is None:
+            send(h, 404, b"not found")
+        else:
+            send(h, 200, data, Content_Type="application/octet-stream")
+
+    return handle
+
+
+SERVED = {"/m/onnx/model.onnx": MODEL_BYTES, "/m/tokenizer.json": TOKENIZER_BYTES}
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_download_lands_verified_bytes_and_reports_progress(
+    loopback: Start, tmp_path: Path
+) -> None:
+    server = loopback(file_server(SERVED))
+    seen: list[tuple[str, int, int | None]] = []
+    dest = tmp_path / "cache" / "tiny"
+    files = download_model(
+        spec(), dest, base_url=server.url + "/m/", progress=lambda *a: seen.append(a)
+    )
+    assert files.model == dest / "model.onnx" and files.tokenizer == dest / "tokenizer.json"
+    assert files.model.read_bytes() == MODEL_BYTES
+    assert sha(files.tokenizer.read_bytes()) == sha(TOKENIZER_BYTES)
+    assert leftovers(dest) == ["model.onnx", "tokenizer.json"]  # no temporary file left
+    assert seen[0] == ("model.onnx", 0, len(MODEL_BYTES))
+    assert ("model.onnx", len(MODEL_BYTES), len(MODEL_BYTES)) in seen
+    assert seen[-1] == ("tokenizer.json", len(TOKENIZER_BYTES), len(TOKENIZER_BYTES))
+    # Landed files are not fetched again.
+    count = len(server.requests)
+    download_model(spec(), dest, base_url=server.url + "/m")
+    assert len(server.requests) == count
+
+
+def test_checksum_mismatch_leaves_no_file(loopback: Start, tmp_path: Path) -> None:
+    server = loopback(file_server(SERVED))
+    dest = tmp_path / "tiny"
+    with pytest.raises(ModelNotAvailableError) as err:
+        download_model(spec(model_sha="0" * 64), dest, base_url=server.url + "/m")
+    assert err.value.code == "MODEL_NOT_AVAILABLE"
+    text = str(err.value)
+    assert "checksum mismatch for model.onnx" in text and sha(MODEL_BYTES) in text
+    assert "model.onnx, tokenizer.json" in text and str(dest) in text and "model_path" in text
+    assert leftovers(dest) == []
+
+
+def test_interrupted_transfer_leaves_no_partial_file(loopback: Start, tmp_path: Path) -> None:
+    def cut(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Length", str(len(MODEL_BYTES)))
+        h.end_headers()
+        h.wfile.write(MODEL_BYTES[: len(MODEL_BYTES) // 2])
+        h.wfile.flush()
+        h.close_connection = True  # the server closes mid-body
+
+    server = loopback(cut)
+    dest = tmp_path / "tiny"
+    with pytest.raises(ModelNotAvailableError, match="could not download") as err:
+        download_model(spec(), dest, base_url=server.url)
+    assert "model_path" in str(err.value)
+    assert leftovers(dest) == []
+
+
+def test_http_errors_and_offline_are_model_not_available(loopback: Start, tmp_path: Path) -> None:
+    server = loopback(file_server({}))
+    with pytest.raises(ModelNotAvailableError, match="HTTP 404"):
+        download_model(spec(), tmp_path / "a", base_url=server.url)
+    with pytest.raises(ModelNotAvailableError, match="ConnectError"):
+        download_model(spec(), tmp_path / "b", base_url=closed_port_url())
+    assert leftovers(tmp_path / "a") == [] and leftovers(tmp_path / "b") == []
+
+
+def test_first_use_downloads_the_pinned_default_model(
+    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loopback server plays the model's public repository (Hugging Face layout) with
+    # the real files: the download must deliver exactly the pinned bytes.
+    served = {
+        "/repo/onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
+        "/repo/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
+    }
+    server = loopback(file_server(served))
+    monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
+    cfg = EmbeddingConfig(provider="onnx")
+    cache = tmp_path / "models"
+    files = resolve_model(cfg, cache_dir=cache)
+    assert files.model == cache / "all-MiniLM-L6-v2" / "model.onnx"
+    pinned = {f.name: f.sha256 for f in KNOWN_MODELS["all-MiniLM-L6-v2"].files}
+    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
+    for path in (files.model, files.tokenizer):
+        assert sha(path.read_bytes()) == pinned[path.name] == sums[path.name]
+    # The cache is used from now on, offline.
+    monkeypatch.setenv("KBDB_MODEL_URL", closed_port_url())
+    monkeypatch.setenv("KBDB_OFFLINE", "1")
+    assert resolve_model(cfg, cache_dir=cache) == files
+    vec = OnnxEmbeddingProvider(files).embed(["downloaded"])
+    assert vec.shape == (1, 384) and abs(float(np.linalg.norm(vec)) - 1) < 1e-5
+
+
+def test_a_truncated_cached_file_is_fetched_again(loopback: Start, tmp_path: Path) -> None:
+    server = loopback(file_server(SERVED))
+    dest = tmp_path / "tiny"
+    download_model(spec(), dest, base_url=server.url + "/m")
+    (dest / "model.onnx").write_bytes(MODEL_BYTES[:10])
+    download_model(spec(), dest, base_url=server.url + "/m")
+    assert (dest / "model.onnx").read_bytes() == MODEL_BYTES
+
+
+def test_resolution_order(tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kbdir = tmp_path / ".kbdb"
+    env_dir = tmp_path / "env-model"
+    cfg_dir = kbdir / "mine"
+    for folder in (env_dir, cfg_dir):
+        folder.mkdir(parents=True)
+        (folder / "model.onnx").write_bytes(b"m")
+        (folder / "tokenizer.json").write_bytes(b"t")
+    monkeypatch.setenv("KBDB_MODEL_DIR", str(env_dir))
+    assert (
+        resolve_model(EmbeddingConfig(model_path="mine"), kbdir=kbdir).model
+        == cfg_dir / "model.onnx"
+    )
+    assert resolve_model(EmbeddingConfig()).model == env_dir / "model.onnx"
+    # A configured folder that lacks a file is an error, never a download.
+    (env_dir / "tokenizer.json").unlink()
+    monkeypatch.setenv("KBDB_MODEL_URL", closed_port_url())
+    with pytest.raises(ModelNotAvailableError, match="KBDB_MODEL_DIR") as err:
+        resolve_model(EmbeddingConfig())
+    assert str(env_dir) in str(err.value) and "model_path" in str(err.value)
+
+
+def test_user_cache_location_and_offline_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # conftest points XDG_DATA_HOME at tmp_path/xdg-data
+    assert default_cache_dir() == tmp_path / "xdg-data" / "kbdb" / "models"
+    assert model_cache_dir("org/name") == default_cache_dir() / "org--name"
+    cached = model_cache_dir("all-MiniLM-L6-v2")
+    monkeypatch.setenv("KBDB_OFFLINE", "1")
+    with pytest.raises(ModelNotAvailableError, match="KBDB_OFFLINE forbids") as err:
+        resolve_model(EmbeddingConfig(provider="onnx"))
+    assert str(cached) in str(err.value) and "model_path" in str(err.value)
+    monkeypatch.delenv("KBDB_OFFLINE")
+    with pytest.raises(
+        ModelNotAvailableError, match="only all-MiniLM-L6-v2 can be downloaded"
+    ) as err:
+        resolve_model(EmbeddingConfig(provider="onnx", model="some-other-model"))
+    assert "model.onnx and tokenizer.json" in str(err.value) and "model_path" in str(err.value)
+    monkeypatch.setenv("KBDB_MODEL_URL", closed_port_url())
+    with pytest.raises(
+        ModelNotAvailableError, match="could not download model.onnx, tokenizer.json"
+    ):
+        resolve_model(EmbeddingConfig(provider="onnx"))
+    assert leftovers(cached) == []
