@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kbdb.config import EmbeddingConfig
-from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, make_provider
+from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, local, make_provider
 from kbdb.embedding.local import load_tokenizer
 from kbdb.errors import EmbeddingFailedError, ModelNotAvailableError
 
@@ -48,7 +48,9 @@ def test_golden_sentences_one_at_a_time_match_too(
         assert cosines(got, want[None, :])[0] >= 0.9999
 
 
-def test_batch_order_is_preserved_with_mixed_lengths(model_files: ModelFiles) -> None:
+def test_batch_order_is_preserved_with_mixed_lengths(
+    model_files: ModelFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
     small_batches = OnnxEmbeddingProvider(model_files, batch_size=8)
     texts = []
     for i in range(29):  # lengths from 1 word to ~300 tokens, interleaved, all distinct
@@ -57,6 +59,9 @@ def test_batch_order_is_preserved_with_mixed_lengths(model_files: ModelFiles) ->
     together = small_batches.embed(texts)
     alone = np.vstack([small_batches.embed([t]) for t in texts])
     assert cosines(together, alone).min() >= 0.9999
+    monkeypatch.setattr(local, "SORT_WINDOW", 10)  # several tokenize-and-sort windows
+    windowed = OnnxEmbeddingProvider(model_files, batch_size=4).embed(texts)
+    assert cosines(windowed, alone).min() >= 0.9999
     # The rows really are different texts, so a permutation could not pass the check above.
     sims = together @ together.T
     assert (sims - np.eye(len(texts)) * 2).max() < 0.9999

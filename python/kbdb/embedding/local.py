@@ -43,6 +43,7 @@ log = logging.getLogger("kbdb")
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 DEFAULT_MAX_THREADS = 8  # beyond this a 6-layer MiniLM gains little per extra core
+SORT_WINDOW = 16 * MAX_BATCH  # texts tokenized and length-sorted together
 
 
 @dataclass(frozen=True)
@@ -254,14 +255,17 @@ class OnnxEmbeddingProvider:
         self.load()
         loaded = self._loaded
         assert loaded is not None
-        ids = encode_batch(loaded.tokenizer, texts)
-        # Longest first: the first batch shows the peak memory at once, and equal lengths
-        # sit together so each batch pads little (sentence-transformers sorts the same way).
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = np.empty((len(texts), self._dimensions), dtype=np.float32)
-        for start in batches(len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
-            out[rows] = self._run(loaded, [ids[i] for i in rows])
+        # Tokenize and sort a window at a time, so a million texts never sit in memory as
+        # token lists at once; within a window, sorting still removes most padding.
+        for base in range(0, len(texts), SORT_WINDOW):
+            ids = encode_batch(loaded.tokenizer, texts[base : base + SORT_WINDOW])
+            # Longest first: the first batch shows the peak memory at once, and equal lengths
+            # sit together so each batch pads little (sentence-transformers sorts likewise).
+            order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+            for start in batches(len(order), self._batch_size):
+                rows = order[start : start + self._batch_size]
+                out[[base + i for i in rows]] = self._run(loaded, [ids[i] for i in rows])
         return out
 
     def _run(self, loaded: _Loaded, ids: list[list[int]]) -> Vectors:
