@@ -2,8 +2,9 @@
 //!
 //! It owns the hot paths that the design card puts in Rust: the analyzer (`text`), the
 //! lexical index as immutable segments with BM25F scoring (`lexical`), the vector index
-//! with its SIMD top-k scan (`vector`), and the on-disk format helpers (`format`). There is no business logic here: the Python package decides
-//! what to index and when; this crate decides how, quickly and safely.
+//! with its SIMD top-k scan (`vector`), and the on-disk format helpers (`format`). There
+//! is no business logic here: the Python package decides what to index and when; this
+//! crate decides how, quickly and safely.
 //!
 //! PyO3 lives only in `py/`, behind the `python` feature, so `cargo test` needs no Python.
 

@@ -7,6 +7,7 @@
 mod analyzer;
 mod errors;
 mod index;
+mod vector;
 
 use pyo3::prelude::*;
 
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<analyzer::PyAnalyzer>()?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyHits>()?;
+    m.add_class::<vector::PyVectorIndex>()?;
     Ok(())
 }

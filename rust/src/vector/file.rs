@@ -145,7 +145,9 @@ pub fn validate(path: &Path, bytes: &[u8], expect: &Expected) -> Result<Header> 
     if let Some(mut prev) = keys.next() {
         for k in keys {
             if k <= prev {
-                return Err(bad("records are not in strictly ascending kbid order".into()));
+                return Err(bad(
+                    "records are not in strictly ascending kbid order".into()
+                ));
             }
             prev = k;
         }
@@ -178,8 +180,8 @@ impl VectorReader {
         // replaced by rename, which keeps this mapping's pages valid). The file is
         // non-empty (checked above). `populate` pre-faults the pages, which the checksum
         // below reads anyway.
-        let map = unsafe { MmapOptions::new().populate().map(&file) }
-            .map_err(|e| Error::io(path, e))?;
+        let map =
+            unsafe { MmapOptions::new().populate().map(&file) }.map_err(|e| Error::io(path, e))?;
         let header = validate(path, &map, expect)?;
         Ok(VectorReader {
             path: path.to_path_buf(),
@@ -277,7 +279,9 @@ impl<W: Write> RecordWriter<W> {
     /// names the target in errors.
     pub fn new(out: W, path: &Path, dimensions: u16, record_count: u32) -> Result<Self> {
         if dimensions == 0 {
-            return Err(Error::InvalidArgument("dimensions must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "dimensions must be at least 1".into(),
+            ));
         }
         let mut w = RecordWriter {
             out,
@@ -347,7 +351,12 @@ pub fn records_to_bytes(dimensions: u16, records: &[(KbidHash, &[u8])]) -> Resul
     let count = u32::try_from(records.len())
         .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 records".into()))?;
     let cap = HEADER_LEN + records.len() * record_len(usize::from(dimensions));
-    let mut w = RecordWriter::new(Vec::with_capacity(cap), Path::new("<memory>"), dimensions, count)?;
+    let mut w = RecordWriter::new(
+        Vec::with_capacity(cap),
+        Path::new("<memory>"),
+        dimensions,
+        count,
+    )?;
     for (k, v) in records {
         w.push(k, v)?;
     }
@@ -360,7 +369,10 @@ mod tests {
 
     fn sample() -> (Vec<u8>, u32) {
         let v1: Vec<u8> = [1.0f32, 2.0].iter().flat_map(|f| f.to_le_bytes()).collect();
-        let v2: Vec<u8> = [3.0f32, -4.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+        let v2: Vec<u8> = [3.0f32, -4.0]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
         records_to_bytes(2, &[([1; 16], &v1), ([2; 16], &v2)]).unwrap()
     }
 

@@ -54,7 +54,9 @@ impl Bitset {
 
     #[inline]
     pub fn contains(&self, i: usize) -> bool {
-        self.words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
     pub fn count(&self) -> usize {
@@ -111,7 +113,11 @@ mod tests {
                     }
                     got.extend(buf[..n].iter().map(|&x| x as usize));
                 }
-                let want: Vec<usize> = set.iter().copied().filter(|&i| i >= start && i < end).collect();
+                let want: Vec<usize> = set
+                    .iter()
+                    .copied()
+                    .filter(|&i| i >= start && i < end)
+                    .collect();
                 assert_eq!(got, want, "cap {cap} range {start}..{end}");
             }
         }

@@ -51,7 +51,10 @@ fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Resul
     let meta_path = dir.join(META_FILE);
     let base = match prev.filter(|p| p.state.expected_base() == state.expected_base()) {
         Some(p) => p.base.clone(),
-        None => Arc::new(VectorReader::open(&dir.join(BASE_FILE), &state.expected_base())?),
+        None => Arc::new(VectorReader::open(
+            &dir.join(BASE_FILE),
+            &state.expected_base(),
+        )?),
     };
     let appends = match state.expected_appends() {
         None => None,
@@ -90,7 +93,10 @@ fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Resul
         let mut live = Bitset::full(base.len());
         for t in tombstones.iter() {
             let i = base.find(t).ok_or_else(|| {
-                Error::corrupt(&meta_path, "a tombstone names a kbid absent from vectors.idx")
+                Error::corrupt(
+                    &meta_path,
+                    "a tombstone names a kbid absent from vectors.idx",
+                )
             })?;
             live.remove(i);
         }

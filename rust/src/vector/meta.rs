@@ -96,7 +96,9 @@ fn generation_of(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let hex = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
     let ok = !hex.is_empty()
         && hex.len() <= 16
-        && hex.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+        && hex
+            .bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
     ok.then(|| u64::from_str_radix(hex, 16).ok()).flatten()
 }
 
@@ -113,7 +115,9 @@ pub fn format_crc(crc: u32) -> String {
 }
 
 fn parse_crc(s: &str) -> Option<u32> {
-    let ok = s.len() == 8 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
+    let ok = s.len() == 8
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c));
     ok.then(|| u32::from_str_radix(s, 16).ok()).flatten()
 }
 
@@ -184,14 +188,21 @@ impl VectorState {
             Expected {
                 dimensions: self.dimensions,
                 record_count: self.append_count,
-                checksum: self.append_checksum.as_deref().and_then(parse_crc).unwrap_or(0),
+                checksum: self
+                    .append_checksum
+                    .as_deref()
+                    .and_then(parse_crc)
+                    .unwrap_or(0),
             },
         ))
     }
 
     /// Side files this state references.
     pub fn side_files(&self) -> impl Iterator<Item = &str> {
-        self.appends.as_deref().into_iter().chain(self.tombstones.as_deref())
+        self.appends
+            .as_deref()
+            .into_iter()
+            .chain(self.tombstones.as_deref())
     }
 
     fn check(&self) -> std::result::Result<(), String> {
@@ -240,8 +251,9 @@ impl VectorState {
 impl Meta {
     /// The serialized text, checksum line first.
     pub fn to_text(&self) -> Result<String> {
-        let body = toml::to_string(self)
-            .map_err(|e| Error::InvalidArgument(format!("cannot serialize the vector meta: {e}")))?;
+        let body = toml::to_string(self).map_err(|e| {
+            Error::InvalidArgument(format!("cannot serialize the vector meta: {e}"))
+        })?;
         let body = format!("{HEADER_COMMENT}{body}");
         Ok(format!(
             "meta_checksum = \"{}\"\n{body}",
@@ -276,7 +288,8 @@ impl Meta {
                 "checksum mismatch (stored {stored}, computed {actual})"
             )));
         }
-        let m: Meta = toml::from_str(body).map_err(|e| bad(format!("bad toml: {}", e.message())))?;
+        let m: Meta =
+            toml::from_str(body).map_err(|e| bad(format!("bad toml: {}", e.message())))?;
         for s in std::iter::once(&m.vectors).chain(&m.previous) {
             if s.version != FORMAT_VERSION {
                 return Err(Error::FormatVersion {
@@ -320,16 +333,25 @@ mod tests {
         let p = Path::new("vectors-meta.toml");
         assert_eq!(Meta::parse(p, text.as_bytes()).unwrap(), m);
         for cut in 0..text.len() {
-            assert!(Meta::parse(p, &text.as_bytes()[..cut]).is_err(), "cut {cut}");
+            assert!(
+                Meta::parse(p, &text.as_bytes()[..cut]).is_err(),
+                "cut {cut}"
+            );
         }
         let mut evil = m.clone();
         evil.vectors.appends = Some("../../etc/passwd".into());
         let t = evil.to_text().unwrap();
-        assert!(matches!(Meta::parse(p, t.as_bytes()), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            Meta::parse(p, t.as_bytes()),
+            Err(Error::Corrupt { .. })
+        ));
         let mut v2 = m.clone();
         v2.vectors.version = 2;
         let t = v2.to_text().unwrap();
-        assert!(matches!(Meta::parse(p, t.as_bytes()), Err(Error::FormatVersion { .. })));
+        assert!(matches!(
+            Meta::parse(p, t.as_bytes()),
+            Err(Error::FormatVersion { .. })
+        ));
     }
 
     #[test]

@@ -44,7 +44,7 @@ mod update;
 
 pub use file::{RecordWriter, VectorReader, HEADER_LEN, MAGIC};
 pub use filter::Bitset;
-pub use index::{Snapshot, VectorIndex};
+pub use index::{OpenMode, Snapshot, VectorIndex};
 pub use meta::{Meta, VectorState, META_FILE};
 pub use scan::{scan, Part, Threads, PARALLEL_MIN_RECORDS};
 pub use tombstone::{read_tombstones, tombstones_to_bytes};

@@ -71,7 +71,12 @@ fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     if let Some(p) = pools.get(&n) {
         return Some(p.clone());
     }
-    let p = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()?);
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .ok()?,
+    );
     pools.insert(n, p.clone());
     Some(p)
 }

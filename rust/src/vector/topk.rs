@@ -103,7 +103,15 @@ mod tests {
     #[test]
     fn keeps_best_and_breaks_ties_by_kbid() {
         let mut t = TopK::new(3);
-        for (s, k) in [(1.0, 5u8), (3.0, 1), (2.0, 9), (2.0, 2), (0.5, 0), (3.0, 0), (f32::NAN, 3)] {
+        for (s, k) in [
+            (1.0, 5u8),
+            (3.0, 1),
+            (2.0, 9),
+            (2.0, 2),
+            (0.5, 0),
+            (3.0, 0),
+            (f32::NAN, 3),
+        ] {
             t.push(s, [k; 16]);
         }
         let got: Vec<_> = t.into_sorted().iter().map(|x| (x.1, x.0[0])).collect();

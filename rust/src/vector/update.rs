@@ -23,8 +23,8 @@ use std::sync::PoisonError;
 use super::file::{records_to_bytes, RecordWriter};
 use super::index::{load_snapshot, Snapshot};
 use super::meta::{
-    append_file, format_crc, is_side_or_temp_file, now_iso8601, tombstone_file, Meta,
-    VectorState, BASE_FILE,
+    append_file, format_crc, is_side_or_temp_file, now_iso8601, tombstone_file, Meta, VectorState,
+    BASE_FILE,
 };
 use super::tombstone::tombstones_to_bytes;
 use super::{KbidHash, VectorIndex, COMPONENT_BYTES, FORMAT_VERSION};
@@ -78,7 +78,12 @@ impl Staged {
             checksum: 0,
             published: false,
         };
-        let mut w = RecordWriter::new(BufWriter::with_capacity(1 << 20, file), &staged.target, dimensions, count)?;
+        let mut w = RecordWriter::new(
+            BufWriter::with_capacity(1 << 20, file),
+            &staged.target,
+            dimensions,
+            count,
+        )?;
         for (k, v) in records {
             w.push(k, v)?;
         }
@@ -181,7 +186,12 @@ fn cleanup(dir: &Path, meta: &Meta) {
 }
 
 /// Publishes `state` as the new `vectors.idx` (`staged`) with the two-step protocol.
-fn publish_base(dir: &Path, staged: Staged, state: VectorState, old: Option<VectorState>) -> Result<Meta> {
+fn publish_base(
+    dir: &Path,
+    staged: Staged,
+    state: VectorState,
+    old: Option<VectorState>,
+) -> Result<Meta> {
     if let Some(old) = old {
         Meta {
             vectors: state.clone(),
@@ -230,7 +240,11 @@ impl VectorIndex {
             .collect();
         let appends = merge_appends(&cur, &new);
         let mut tombs: Vec<KbidHash> = cur.tombstones.to_vec();
-        tombs.extend(new.iter().map(|(k, _)| *k).filter(|k| cur.base.find(k).is_some()));
+        tombs.extend(
+            new.iter()
+                .map(|(k, _)| *k)
+                .filter(|k| cur.base.find(k).is_some()),
+        );
         self.publish_side(&cur, appends, tombs, watermark)
     }
 
@@ -264,7 +278,10 @@ impl VectorIndex {
         state.generation = generation;
         state.watermark = watermark;
         let same_appends = appends.len() == side_records(cur).len()
-            && appends.iter().zip(side_records(cur)).all(|(a, b)| a.0 == b.0 && a.1 == b.1);
+            && appends
+                .iter()
+                .zip(side_records(cur))
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1);
         if !same_appends {
             if appends.is_empty() {
                 state.appends = None;
@@ -320,7 +337,9 @@ impl VectorIndex {
         check_watermark(watermark)?;
         let dimensions = dimensions.unwrap_or(self.snapshot().state.dimensions);
         if dimensions == 0 {
-            return Err(Error::InvalidArgument("dimensions must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "dimensions must be at least 1".into(),
+            ));
         }
         let count = u32::try_from(kbids.len())
             .map_err(|_| Error::InvalidArgument("more than 2^32 - 1 vectors".into()))?;
@@ -402,7 +421,10 @@ fn side_records(snap: &Snapshot) -> Vec<(KbidHash, &[u8])> {
 }
 
 /// The current appends with `new` (ascending, distinct) merged in; `new` wins on ties.
-fn merge_appends<'a>(snap: &'a Snapshot, new: &[(KbidHash, &'a [u8])]) -> Vec<(KbidHash, &'a [u8])> {
+fn merge_appends<'a>(
+    snap: &'a Snapshot,
+    new: &[(KbidHash, &'a [u8])],
+) -> Vec<(KbidHash, &'a [u8])> {
     let old = side_records(snap);
     let mut out = Vec::with_capacity(old.len() + new.len());
     let (mut i, mut j) = (0, 0);

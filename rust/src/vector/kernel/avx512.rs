@@ -51,6 +51,12 @@ unsafe fn dot_rows(q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: 
     let base = records.as_ptr();
     for (o, &r) in out.iter_mut().zip(rows) {
         // SAFETY: the record lies inside `records` (caller) and the features are present.
-        *o = unsafe { dot_ptr(q.as_ptr(), base.add(r as usize * stride + KBID_LEN), q.len()) };
+        *o = unsafe {
+            dot_ptr(
+                q.as_ptr(),
+                base.add(r as usize * stride + KBID_LEN),
+                q.len(),
+            )
+        };
     }
 }

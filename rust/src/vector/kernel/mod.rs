@@ -83,8 +83,18 @@ impl Kernel {
     /// If a record is too short for `q`, a row is past the end of `records`, or `out` is
     /// shorter than `rows`: all caller bugs, never data-dependent (rows come from bitsets
     /// sized by validated files).
-    pub fn dot_rows(&self, q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: &mut [f32]) {
-        assert!(stride >= KBID_LEN + q.len() * COMPONENT_BYTES, "record stride too short");
+    pub fn dot_rows(
+        &self,
+        q: &[f32],
+        records: &[u8],
+        stride: usize,
+        rows: &[u32],
+        out: &mut [f32],
+    ) {
+        assert!(
+            stride >= KBID_LEN + q.len() * COMPONENT_BYTES,
+            "record stride too short"
+        );
         assert!(out.len() >= rows.len(), "score buffer too short");
         let count = records.len() / stride;
         assert!(

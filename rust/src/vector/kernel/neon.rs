@@ -35,7 +35,8 @@ unsafe fn dot_ptr(q: *const f32, v: *const u8, n: usize) -> f32 {
         }
         let mut tail = 0f32;
         while i < n {
-            tail += *q.add(i) * f32::from_bits(u32::from_le(v.add(4 * i).cast::<u32>().read_unaligned()));
+            tail += *q.add(i)
+                * f32::from_bits(u32::from_le(v.add(4 * i).cast::<u32>().read_unaligned()));
             i += 1;
         }
         let s = vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3]));
@@ -51,6 +52,12 @@ unsafe fn dot_rows(q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: 
     let base = records.as_ptr();
     for (o, &r) in out.iter_mut().zip(rows) {
         // SAFETY: the record lies inside `records` (caller) and the features are present.
-        *o = unsafe { dot_ptr(q.as_ptr(), base.add(r as usize * stride + KBID_LEN), q.len()) };
+        *o = unsafe {
+            dot_ptr(
+                q.as_ptr(),
+                base.add(r as usize * stride + KBID_LEN),
+                q.len(),
+            )
+        };
     }
 }
