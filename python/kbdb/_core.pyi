@@ -11,7 +11,18 @@ Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError``
 from collections.abc import Sequence
 from typing import final
 
-__all__ = ["__version__", "FIELD_HEADING", "FIELD_BODY", "FIELD_CODE", "Analyzer", "Index", "Hits"]
+from typing_extensions import Buffer
+
+__all__ = [
+    "__version__",
+    "FIELD_HEADING",
+    "FIELD_BODY",
+    "FIELD_CODE",
+    "Analyzer",
+    "Index",
+    "Hits",
+    "VectorIndex",
+]
 
 __version__: str
 
@@ -154,3 +165,122 @@ class Index:
         sections until a merge drops them, as Lucene does. ``limit`` < 0, ``k1`` < 0, a
         ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
         ``InvalidArgumentError``."""
+
+_Float32 = Buffer
+"""float32 data in native byte order: ``bytes`` (``array.tobytes()``, borrowed without a
+copy) or any object with the buffer protocol and format ``'f'`` (a numpy ``float32``
+array of any shape, a ``memoryview``; copied once). Raw byte buffers (``bytearray``) are
+read as float32 bytes. Other formats (``float64``) raise ``InvalidArgumentError``."""
+
+@final
+class VectorIndex:
+    """The vector index in one directory (``.kbdb/indexes/``): ``vectors.idx`` in the
+    seed's KBVX format, sorted by kbid, plus learn-time side files
+    (``vectors-add.<gen>.idx`` appends, ``vectors-del.<gen>.tomb`` tombstones), all
+    described and checksummed by ``vectors-meta.toml``.
+
+    Scores are dot products: cosine similarities for L2-normalized vectors, which is what
+    callers must store. Safe to share between threads; searches see the snapshot that was
+    current when they started. Writers must be serialized by the caller (kbdb's write
+    lock). Every call that reads or writes files, or scans, releases the GIL.
+    """
+
+    @staticmethod
+    def open(
+        path: str,
+        *,
+        create: bool = False,
+        reset: bool = False,
+        dimensions: int | None = None,
+        model_name: str | None = None,
+    ) -> VectorIndex:
+        """Open the vector index in directory ``path``. Missing ``vectors-meta.toml``
+        raises ``FileNotFoundError`` unless ``create``, which writes an empty index of
+        ``dimensions`` (1-65535) for ``model_name`` (both required). ``reset=True`` (caller
+        holds the write lock) publishes an empty index over whatever is there (missing,
+        corrupt or sound), the way to repair an index that cannot be opened. A bad magic,
+        version, checksum, size, order or truncation of any file raises
+        ``IndexCorruptError``."""
+    @staticmethod
+    def kernel() -> str:
+        """The dot-product kernel used on this CPU: ``avx512``, ``avx2``, ``neon`` or
+        ``scalar`` (``KBDB_VECTOR_KERNEL`` forces an available one)."""
+    def reload(self) -> bool:
+        """Pick up a newer ``vectors-meta.toml`` written by another process. True if it
+        changed."""
+    @property
+    def dimensions(self) -> int: ...
+    @property
+    def model_name(self) -> str:
+        """The embedding model the vectors came from (stale detection compares it)."""
+    @property
+    def count(self) -> int:
+        """Live vectors (the meta file's ``section_count``)."""
+    @property
+    def watermark(self) -> int:
+        """The store change-log ``seq`` this index has applied."""
+    @property
+    def last_built(self) -> str:
+        """ISO 8601 UTC time of the last full ``write`` (or creation)."""
+    @property
+    def generation(self) -> int:
+        """+1 per publish."""
+    @property
+    def side_count(self) -> int:
+        """Appends + tombstones not yet compacted into ``vectors.idx``."""
+    def size_bytes(self) -> int:
+        """Bytes of the files of the current snapshot, ``vectors-meta.toml`` included."""
+    def append(self, kbids: Sequence[str], vectors: _Float32, *, watermark: int) -> None:
+        """Learn-time additions: ``vectors`` holds ``len(kbids) * dimensions`` float32s,
+        row by row. An added kbid replaces its older vector. Rewrites the append file,
+        then publishes the meta file with ``watermark``; compacts when the side files hold
+        more than 10% of ``vectors.idx`` (at least 1024, at most 10 000 records).
+
+        A malformed or repeated kbid, a wrong length, a NaN or infinite component or a
+        ``watermark`` above 2**63-1 raise ``InvalidArgumentError`` and change nothing."""
+    def delete(self, kbids: Sequence[str], *, watermark: int) -> None:
+        """Learn-time removals (retired sections): their vectors stop being live.
+        Unknown kbids are ignored. Publishes with ``watermark``; may compact."""
+    def write(
+        self,
+        kbids: Sequence[str],
+        vectors: _Float32,
+        *,
+        model_name: str,
+        watermark: int,
+        dimensions: int | None = None,
+    ) -> None:
+        """Replace the whole index (a rebuild, after all embeddings are computed): a new
+        sorted ``vectors.idx``, no side files, ``model_name``, ``watermark`` and
+        ``last_built`` now. ``dimensions`` defaults to the current ones; give it when the
+        model changes. Atomic: readers and a crash see the old index or the new one.
+        Works when the current files are corrupt."""
+    def compact(self, *, force: bool = False) -> bool:
+        """Fold the side files into a new ``vectors.idx`` when past the threshold, or
+        whenever there are any with ``force``. True if it compacted. Results do not
+        change."""
+    def get(self, kbids: Sequence[str]) -> list[bytes | None]:
+        """The stored float32 vector (native byte order; ``numpy.frombuffer(b,
+        numpy.float32)``) of each kbid, ``None`` when absent or deleted."""
+    def kbids(self) -> list[str]:
+        """Every live kbid, ascending."""
+    def search(
+        self,
+        query: _Float32,
+        *,
+        limit: int = 10,
+        allow: Sequence[str] | None = None,
+        threads: int = 0,
+    ) -> tuple[list[str], list[float]]:
+        """Exact top-``limit`` by dot product over every live vector: ``(kbids,
+        scores)``, best first, ties broken by kbid. ``allow`` restricts to those kbids
+        (unknown ones are ignored). ``threads``: 0 = all cores (rayon, or
+        ``RAYON_NUM_THREADS``), 1 = the calling thread only, n = a pool of n; small
+        indexes (< 16 384 vectors) always scan on the calling thread.
+
+        A query of the wrong length raises ``InvalidArgumentError`` (dimension mismatch),
+        as do a NaN or infinite component, ``limit`` < 0 and a malformed kbid."""
+    def verify(self) -> list[str]:
+        """Re-read every file from disk (not this object's snapshot) and check checksums,
+        sizes, order, counts and that every component is finite; returns the problems
+        (empty when sound)."""
