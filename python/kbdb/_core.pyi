@@ -11,6 +11,8 @@ Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError``
 from collections.abc import Sequence
 from typing import final
 
+import numpy as np
+from numpy.typing import NDArray
 from typing_extensions import Buffer
 
 __all__ = [
@@ -166,7 +168,7 @@ class Index:
         ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
         ``InvalidArgumentError``."""
 
-_Float32 = Buffer
+_Float32 = Buffer | NDArray[np.float32]
 """float32 data in native byte order: ``bytes`` (``array.tobytes()``, borrowed without a
 copy) or any object with the buffer protocol and format ``'f'`` (a numpy ``float32``
 array of any shape, a ``memoryview``; copied once). Raw byte buffers (``bytearray``) are
