@@ -33,7 +33,7 @@ from kbdb.learn import (
     slug,
 )
 from kbdb.search.indexer import LexicalIndex
-from kbdb.search.lexical import Filters, search_lexical
+from kbdb.search.lexical import Filters, LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
@@ -277,12 +277,7 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml",
             )
         self._index.refresh()
-        return search_lexical(
-            self._index.core,
-            self._db,
-            self._index.analyzer,
-            self._get_synonyms(),
-            self.config.search,
+        return self._lexical().search(
             query,
             limit=limit,
             offset=offset,
@@ -375,6 +370,15 @@ class KnowledgeBase:
             sections = self._index.rebuild()
         return RebuildReport(
             sections=sections, elapsed_ms=round((time.perf_counter() - started) * 1000, 3)
+        )
+
+    def _lexical(self) -> LexicalSearcher:
+        return LexicalSearcher(
+            self._index.core,
+            self._db,
+            self._index.analyzer,
+            self._get_synonyms(),
+            self.config.search,
         )
 
     def _get_synonyms(self) -> Synonyms | None:

@@ -7,17 +7,17 @@ every strict hit, and marked ``relaxed``. When strict finds nothing at all, the 
 response is ``relaxed: true``.
 
 Sibling boost: the lexical path ranks ``max(30, 3 * (offset + limit))`` candidates. When
-several candidate sections share a document, each gets its score
-multiplied by ``1 + sibling_boost * min(m - 1, 3) / 3``, where ``m`` is the number of that
-document's sections among the candidates. So the boost is at most ``sibling_boost``
-(default 0.1, i.e. +10 %) and never lifts a relaxed hit above a strict one.
+several candidate sections share a document, each gets its score multiplied by
+``1 + sibling_boost * min(m - 1, 3) / 3``, where ``m`` is the number of that document's
+sections among the candidates. So the boost is at most ``sibling_boost`` (default 0.1,
+i.e. +10 %) and never lifts a relaxed hit above a strict one.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbdb import _core
@@ -35,7 +35,11 @@ from kbdb.types import SearchItem, SearchResult
 CANDIDATES = 30
 SIBLING_WINDOW = 3
 SIBLING_CAP = 3
-_FIELDS = ((_core.FIELD_HEADING, "heading"), (_core.FIELD_BODY, "body"), (_core.FIELD_CODE, "code"))
+_FIELDS = (
+    (_core.FIELD_HEADING, "heading"),
+    (_core.FIELD_BODY, "body"),
+    (_core.FIELD_CODE, "code"),
+)
 
 
 @dataclass(frozen=True)
@@ -53,196 +57,214 @@ class Filters:
 
 
 @dataclass
-class _Hit:
+class Hit:
+    """One ranked section before hydration. Fusion fills the vector fields and may set
+    ``confidence`` itself; otherwise hydration derives it from the lexical match."""
+
     kbid: str
     score: float
-    matched: list[int]
-    relaxed: bool
-    explain: list[tuple[int, str, str, float]] | None
+    matched: list[int] = field(default_factory=list)
+    relaxed: bool = False
+    explain: list[tuple[int, str, str, float]] | None = None
     boost: float = 1.0
+    lexical_score: float | None = None
+    confidence: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def search_lexical(
-    index: _core.Index,
-    db: Database,
-    analyzer: _core.Analyzer,
-    synonyms: Synonyms | None,
-    cfg: SearchConfig,
-    query: str,
-    *,
-    limit: int,
-    offset: int,
-    filters: Filters,
-    content: bool,
-    explain: bool,
-) -> SearchResult:
-    parsed = parse_query(query, analyzer, synonyms)
-    hits, total, all_relaxed = _rank(index, db, parsed, cfg, limit, offset, filters, explain)
-    page = hits[offset : offset + limit]
-    items = _hydrate(db, analyzer, parsed, cfg, page, content, explain)
-    top = items[0].confidence if items else None
-    return SearchResult(
-        items=tuple(items),
-        total=total,
-        offset=offset,
-        limit=limit,
-        has_more=offset + limit < total,
-        relaxed=all_relaxed,
-        search_mode="lexical",
-        retrieval_method="lexical",
-        vector_index_stale=False,
-        retrieval_verdict=verdict(top, all_relaxed or (bool(items) and items[0].relaxed)),
-    )
+@dataclass(frozen=True)
+class Ranking:
+    hits: list[Hit]
+    total: int
+    relaxed: bool
 
 
-def lexical_candidates(
-    index: _core.Index,
-    db: Database,
-    analyzer: _core.Analyzer,
-    synonyms: Synonyms | None,
-    cfg: SearchConfig,
-    query: str,
-    *,
-    count: int,
-    filters: Filters,
-) -> list[tuple[str, float]]:
-    """The top ``count`` (kbid, score) of the lexical path, for fusion with other paths."""
-    parsed = parse_query(query, analyzer, synonyms)
-    hits, _, _ = _rank(index, db, parsed, cfg, count, 0, filters, False, window=count)
-    return [(h.kbid, h.score) for h in hits[:count]]
+class LexicalSearcher:
+    """The lexical path over one index snapshot and one database."""
 
+    def __init__(
+        self,
+        index: _core.Index,
+        db: Database,
+        analyzer: _core.Analyzer,
+        synonyms: Synonyms | None,
+        cfg: SearchConfig,
+    ) -> None:
+        self.index = index
+        self.db = db
+        self.analyzer = analyzer
+        self.synonyms = synonyms
+        self.cfg = cfg
 
-def _rank(
-    index: _core.Index,
-    db: Database,
-    parsed: ParsedQuery,
-    cfg: SearchConfig,
-    limit: int,
-    offset: int,
-    filters: Filters,
-    explain: bool,
-    *,
-    window: int | None = None,
-) -> tuple[list[_Hit], int, bool]:
-    if parsed.empty:
-        return [], 0, False
-    allow: list[str] | None = None
-    if filters.any:
-        with db.read() as conn:
-            allow = q.allowed_kbids(
+    def parse(self, query: str) -> ParsedQuery:
+        return parse_query(query, self.analyzer, self.synonyms)
+
+    def allow(self, filters: Filters) -> list[str] | None:
+        """Live kbids passing the filters, or None when there are no filters."""
+        if not filters.any:
+            return None
+        with self.db.read() as conn:
+            return q.allowed_kbids(
                 conn,
                 tags=filters.tags,
                 docid=filters.docid,
                 type=filters.type,
                 section_type=filters.section_type,
             )
-        if not allow:
-            return [], 0, False
-    want = window or max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
-    params: dict[str, Any] = {
-        "limit": want,
-        "allow": allow,
-        "k1": cfg.k1,
-        "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
-        "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
-        "explain": explain,
-    }
-    strict = index.search(parsed.clauses, phrases=parsed.phrases, require_all=True, **params)
-    hits = _hits(strict, relaxed=False)
-    total = strict.total
-    all_relaxed = False
-    required = sum(1 for _, req in parsed.clauses if req)
-    if len(hits) < offset + limit and (required > 1 or parsed.phrases or not hits):
-        loose = index.search(parsed.clauses, require_all=False, **params)
-        seen = {h.kbid for h in hits}
-        extra = [h for h in _hits(loose, relaxed=True) if h.kbid not in seen]
-        if not hits and extra:
-            all_relaxed = True
-        hits.extend(extra)
-        total = max(total, loose.total)
-    _sibling_boost(db, hits, cfg.sibling_boost)
-    return hits, total, all_relaxed
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int,
+        offset: int,
+        filters: Filters,
+        content: bool,
+        explain: bool,
+    ) -> SearchResult:
+        parsed = self.parse(query)
+        allow = self.allow(filters)
+        want = max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
+        ranking = self.rank(
+            parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
+        )
+        page = ranking.hits[offset : offset + limit]
+        items = self.hydrate(parsed, page, content=content, explain=explain)
+        top = items[0] if items else None
+        return SearchResult(
+            items=tuple(items),
+            total=ranking.total,
+            offset=offset,
+            limit=limit,
+            has_more=offset + limit < ranking.total,
+            relaxed=ranking.relaxed,
+            search_mode="lexical",
+            retrieval_method="lexical",
+            vector_index_stale=False,
+            retrieval_verdict=verdict(
+                top.confidence if top else None, ranking.relaxed or bool(top and top.relaxed)
+            ),
+        )
+
+    def rank(
+        self,
+        parsed: ParsedQuery,
+        *,
+        want: int,
+        page_end: int,
+        allow: list[str] | None,
+        explain: bool,
+    ) -> Ranking:
+        """The top ``want`` hits, strict first, then relaxed fill up to ``page_end``."""
+        if parsed.empty or (allow is not None and not allow):
+            return Ranking([], 0, False)
+        cfg = self.cfg
+        params: dict[str, Any] = {
+            "limit": want,
+            "allow": allow,
+            "k1": cfg.k1,
+            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
+            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
+            "explain": explain,
+        }
+        strict = self.index.search(
+            parsed.clauses, phrases=parsed.phrases, require_all=True, **params
+        )
+        hits = _hits(strict, relaxed=False)
+        total = strict.total
+        all_relaxed = False
+        required = sum(1 for _, req in parsed.clauses if req)
+        if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
+            loose = self.index.search(parsed.clauses, require_all=False, **params)
+            seen = {h.kbid for h in hits}
+            extra = [h for h in _hits(loose, relaxed=True) if h.kbid not in seen]
+            if not hits and extra:
+                all_relaxed = True
+            hits.extend(extra)
+            total = max(total, loose.total)
+        self._sibling_boost(hits)
+        return Ranking(hits, total, all_relaxed)
+
+    def _sibling_boost(self, hits: list[Hit]) -> None:
+        boost = self.cfg.sibling_boost
+        if boost <= 0 or len(hits) < 2:
+            return
+        with self.db.read() as conn:
+            docs = q.live_docids_of(conn, [h.kbid for h in hits])
+        per_doc = Counter(d for h in hits for d in docs.get(h.kbid, ()))
+        for h in hits:
+            m = max((per_doc[d] for d in docs.get(h.kbid, ())), default=1)
+            h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
+            h.score *= h.boost
+        # Strict hits stay above relaxed ones; within each tier, by boosted score.
+        hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+
+    def hydrate(
+        self, parsed: ParsedQuery, page: Sequence[Hit], *, content: bool, explain: bool
+    ) -> list[SearchItem]:
+        """Full result items for ``page``; sections retired since the index snapshot are
+        dropped."""
+        kbids = [h.kbid for h in page]
+        with self.db.read() as conn:
+            rows = q.sections(conn, kbids)
+            docids = q.docids_of(conn, kbids)
+            tags = q.tags_of(conn, kbids)
+        required = sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
+        items: list[SearchItem] = []
+        for h in page:
+            row = rows.get(h.kbid)
+            if row is None or row["retired_at"] is not None:
+                continue
+            matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
+            fields = 0
+            for mask in h.matched:
+                fields |= mask
+            terms = {alt for i in matched_clauses for alt, _ in parsed.clauses[i][0]}
+            if h.confidence is not None:
+                conf = h.confidence
+            else:
+                covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
+                coverage = covered / required if required else 1.0
+                conf = confidence(h.score / h.boost, required, coverage, h.relaxed)
+            _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
+            snippet = (
+                "" if row["type"].startswith("image/") else make_snippet(body, terms, self.analyzer)
+            )
+            items.append(
+                SearchItem(
+                    kbid=h.kbid,
+                    heading=row["heading"],
+                    level=row["level"],
+                    parent=row["parent"],
+                    type=row["type"],
+                    section_type=row["section_type"],
+                    docids=tuple(docids.get(h.kbid, ())),
+                    tags=tuple(tags.get(h.kbid, ())),
+                    snippet=snippet,
+                    matched_terms=tuple(parsed.surfaces[i] for i in matched_clauses),
+                    matched_fields=tuple(name for bit, name in _FIELDS if fields & bit),
+                    score=round(h.score, 6),
+                    confidence=conf,
+                    created_at=row["created_at"],
+                    relaxed=h.relaxed,
+                    title=row["title"],
+                    content=row["content"] if content else None,
+                    explain=_explain(h) if explain else None,
+                )
+            )
+        return items
 
 
-def _hits(h: _core.Hits, *, relaxed: bool) -> list[_Hit]:
+def _hits(h: _core.Hits, *, relaxed: bool) -> list[Hit]:
     ex = h.explain
     return [
-        _Hit(k, s, m, relaxed, ex[i] if ex is not None else None)
+        Hit(k, s, m, relaxed, ex[i] if ex is not None else None, lexical_score=s)
         for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched, strict=True))
     ]
 
 
-def _sibling_boost(db: Database, hits: list[_Hit], boost: float) -> None:
-    if boost <= 0 or len(hits) < 2:
-        return
-    with db.read() as conn:
-        docs = q.live_docids_of(conn, [h.kbid for h in hits])
-    per_doc = Counter(d for h in hits for d in docs.get(h.kbid, ()))
-    for h in hits:
-        m = max((per_doc[d] for d in docs.get(h.kbid, ())), default=1)
-        h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
-        h.score *= h.boost
-    # Strict hits stay above relaxed ones; within each tier, by boosted score.
-    hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
-
-
-def _hydrate(
-    db: Database,
-    analyzer: _core.Analyzer,
-    parsed: ParsedQuery,
-    cfg: SearchConfig,
-    page: Sequence[_Hit],
-    content: bool,
-    explain: bool,
-) -> list[SearchItem]:
-    kbids = [h.kbid for h in page]
-    with db.read() as conn:
-        rows = q.sections(conn, kbids)
-        docids = q.docids_of(conn, kbids)
-        tags = q.tags_of(conn, kbids)
-    required = sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
-    items: list[SearchItem] = []
-    for h in page:
-        row = rows.get(h.kbid)
-        if row is None or row["retired_at"] is not None:
-            continue  # retired after the index snapshot was taken
-        matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
-        fields = 0
-        for mask in h.matched:
-            fields |= mask
-        terms = {alt for i in matched_clauses for alt, _ in parsed.clauses[i][0]}
-        covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
-        coverage = covered / required if required else 1.0
-        raw = h.score / h.boost
-        _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
-        snippet = "" if row["type"].startswith("image/") else make_snippet(body, terms, analyzer)
-        items.append(
-            SearchItem(
-                kbid=h.kbid,
-                heading=row["heading"],
-                level=row["level"],
-                parent=row["parent"],
-                type=row["type"],
-                section_type=row["section_type"],
-                docids=tuple(docids.get(h.kbid, ())),
-                tags=tuple(tags.get(h.kbid, ())),
-                snippet=snippet,
-                matched_terms=tuple(parsed.surfaces[i] for i in matched_clauses),
-                matched_fields=tuple(name for bit, name in _FIELDS if fields & bit),
-                score=round(h.score, 6),
-                confidence=confidence(raw, required, coverage, h.relaxed),
-                created_at=row["created_at"],
-                relaxed=h.relaxed,
-                title=row["title"],
-                content=row["content"] if content else None,
-                explain=_explain(h) if explain else None,
-            )
-        )
-    return items
-
-
-def _explain(h: _Hit) -> dict[str, Any]:
-    return {
+def _explain(h: Hit) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "bm25f": [
             {"clause": c, "term": t, "field": f, "score": round(s, 6)}
             for c, t, f, s in (h.explain or [])
@@ -250,3 +272,5 @@ def _explain(h: _Hit) -> dict[str, Any]:
         "sibling_boost": round(h.boost, 4),
         "relaxed": h.relaxed,
     }
+    out.update(h.extra)
+    return out
