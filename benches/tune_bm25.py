@@ -1,7 +1,7 @@
 """Sweep the BM25F parameters on a BEIR dataset (default: SciFact test) and report the best.
 
 The corpus is learned once. Each setting then re-ranks every judged query through the
-facade's own ranking (``lexical_candidates``: strict→relaxed BM25F plus the sibling boost,
+facade's own ranking (``LexicalSearcher.rank``: strict→relaxed BM25F plus the sibling boost,
 exactly the order ``kb.search(limit=100)`` returns, without hydration), so a grid of
 hundreds of settings takes minutes.
 
@@ -70,7 +70,7 @@ class Ranker:
         return [self._docids.get(k, ()) for k in kbids]
 
     def score(self, cfg: Config, *, relaxed_only: bool = False) -> dict[str, float]:
-        from kbdb.search.lexical import Filters, lexical_candidates
+        from kbdb.search.lexical import LexicalSearcher
         from kbdb.search.query import parse_query
         from kbdb.search.synonyms import Synonyms, load_groups
 
@@ -99,16 +99,15 @@ class Ranker:
                     else []
                 )
             else:
-                hits = lexical_candidates(
-                    index,
-                    self.kb._db,
-                    analyzer,
-                    synonyms,
-                    s,
-                    text,
-                    count=RECALL_K,
-                    filters=Filters(),
+                searcher = LexicalSearcher(index, self.kb._db, analyzer, synonyms, s)
+                ranking = searcher.rank(
+                    searcher.parse(text),
+                    want=RECALL_K,
+                    page_end=RECALL_K,
+                    allow=None,
+                    explain=False,
                 )
+                hits = [(h.kbid, h.score) for h in ranking.hits]
                 kbids = [k for k, _ in hits]
             rankings[qid] = to_beir_ids(self.docids(kbids), self.known)
         return score_rankings(rankings, self.ds.qrels)
