@@ -18,6 +18,7 @@ $(STAMP): $(PY_DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.7,<2" "click>=8.1" "rich>=13" "tomlkit>=0.12" "pathspec>=0.12" "PyYAML>=6" \
+		"numpy>=1.24" "onnxruntime>=1.17" "tokenizers>=0.15" "httpx>=0.27" "platformdirs>=4" \
 		"pytest>=8" "hypothesis>=6" "ruff>=0.6" "mypy>=1.10" types-PyYAML
 	touch $@
 

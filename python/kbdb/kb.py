@@ -6,19 +6,21 @@ configuration) and ``indexes/`` (derived, rebuildable).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import get_args
+from typing import Literal, cast, get_args
 
 from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import (
     ContentTooLargeError,
     EmbeddingProviderNotConfiguredError,
     InvalidArgumentError,
+    KbLockedError,
     KbNotFoundError,
     NotFoundError,
 )
@@ -32,9 +34,11 @@ from kbdb.learn import (
     make_report,
     slug,
 )
+from kbdb.search.hybrid import search_fused
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
+from kbdb.search.vectors import VectorStore
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
 from kbdb.types import (
@@ -97,7 +101,8 @@ class KnowledgeBase:
         self._db = Database(kbdir / DB_NAME)
         self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
         self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
-        self._learner = Learner(self._db, self._lock, self._index)
+        self._vectors = VectorStore(kbdir / INDEX_DIR, self._db, self.config.embedding, kbdir)
+        self._learner = Learner(self._db, self._lock, self._index, self._vectors)
         self._synonyms: Synonyms | None = None
         self._synonyms_lock = threading.Lock()
 
@@ -269,21 +274,46 @@ class KnowledgeBase:
             raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
         if not isinstance(query, str):
             raise InvalidArgumentError("query must be a string")
-        if mode != "lexical":
-            # The vector path arrives with the hybrid issue; until a provider is configured
-            # this is the seed's exact error.
+        filters = Filters(tuple(tags) if tags else None, docid, type, section_type)
+        if mode != "lexical" and not self._vectors.enabled:
             raise EmbeddingProviderNotConfiguredError(
                 "Vector search requires a configured embedding provider",
-                hint="set [embedding] provider in worker.toml",
+                hint="set [embedding] provider in worker.toml, e.g. "
+                "'kbdb config set embedding.provider onnx'",
             )
         self._index.refresh()
-        return self._lexical().search(
+        lexical = self._lexical()
+        stale = mode != "lexical" and self._vectors.stale()
+        if mode == "lexical" or stale:
+            result = lexical.search(
+                query,
+                limit=limit,
+                offset=offset,
+                filters=filters,
+                content=content,
+                explain=explain,
+            )
+            if not stale:
+                return result
+            # The seed's fallback: a stale vector index is never used; say so.
+            return dataclasses.replace(
+                result, search_mode=cast(SearchMode, mode), vector_index_stale=True
+            )
+        self._refresh_vectors()
+        s = self.config.search
+        return search_fused(
+            lexical,
+            self._vectors,
             query,
+            mode=cast(Literal["vector", "hybrid"], mode),
             limit=limit,
             offset=offset,
-            filters=Filters(tuple(tags) if tags else None, docid, type, section_type),
+            filters=filters,
             content=content,
             explain=explain,
+            rrf_k=self.config.embedding.rrf_k,
+            fusion=s.fusion,
+            linear_weight=s.linear_weight,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
@@ -358,19 +388,50 @@ class KnowledgeBase:
             embedding_model=(
                 self.config.embedding.model if self.config.embedding.provider != "none" else None
             ),
-            vector_index_stale=False,
+            vector_index_stale=self._vectors.stale(),
             path=str(self.path),
         )
 
-    def rebuild(self) -> RebuildReport:
-        """Regenerate every index from the database. Repairs missing or corrupt index files;
-        the old index keeps serving readers until the new one is published."""
+    def rebuild(
+        self,
+        *,
+        lexical: bool = True,
+        vectors: bool = True,
+        reembed: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> RebuildReport:
+        """Regenerate the indexes from the database. Repairs missing or corrupt index
+        files; the old index keeps serving readers until the new one is published.
+        Embeddings are reused from the cache unless ``reembed``; ``progress`` is called
+        with (sections embedded, total)."""
         started = time.perf_counter()
+        sections = embedded = 0
         with self._lock.hold():
-            sections = self._index.rebuild()
+            if lexical:
+                sections = self._index.rebuild()
+            if vectors and self._vectors.enabled:
+                embedded = self._vectors.rebuild(reembed=reembed, progress=progress)
         return RebuildReport(
-            sections=sections, elapsed_ms=round((time.perf_counter() - started) * 1000, 3)
+            sections=sections,
+            vectors=embedded,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _refresh_vectors(self) -> None:
+        """Catch the vector index up when another process's learn left it behind (the
+        writer lock is free), as the lexical index does."""
+        index = self._vectors.index()
+        if index is None:
+            return
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+        if index.watermark >= head:
+            return
+        try:
+            with self._lock.hold(timeout=0):
+                self._vectors.catch_up()
+        except KbLockedError:
+            pass
 
     def _lexical(self) -> LexicalSearcher:
         return LexicalSearcher(

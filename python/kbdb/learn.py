@@ -33,6 +33,7 @@ from kbdb.ingest import (
     walk,
 )
 from kbdb.search.indexer import LexicalIndex
+from kbdb.search.vectors import VectorStore
 from kbdb.store import Database, NewDocument, NewSection, ReplaceMode, WriteLock, apply_document
 from kbdb.types import DEFAULT_SECTION_TYPE, LearnReport, SectionReport, SkippedFile
 
@@ -173,10 +174,13 @@ def _split(text: str, type: str) -> ParsedDocument:
 class Learner:
     """Runs learns against one knowledge base."""
 
-    def __init__(self, db: Database, lock: WriteLock, index: LexicalIndex) -> None:
+    def __init__(
+        self, db: Database, lock: WriteLock, index: LexicalIndex, vectors: VectorStore
+    ) -> None:
         self._db = db
         self._lock = lock
         self._index = index
+        self._vectors = vectors
 
     def learn_pending(
         self, pending: Sequence[Pending]
@@ -200,6 +204,9 @@ class Learner:
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
             terms = self._index.catch_up()
+            # Embedding follows the lexical commit: a provider failure never loses the
+            # learn, the section just stays lexical-only until a rebuild.
+            failed = self._vectors.catch_up()
         for p, out in zip(pending, outcomes, strict=True):
             if out.unchanged:
                 totals["documents_unchanged"] += 1
@@ -225,6 +232,7 @@ class Learner:
                         warnings=p.warnings.get(s.kbid, ()),
                         docid=p.doc.docid,
                         status=status,
+                        vector_embedding_failed=s.kbid in failed,
                     )
                 )
         return reports, totals

@@ -183,4 +183,5 @@ class Stats(_Dict):
 @dataclass(frozen=True)
 class RebuildReport(_Dict):
     sections: int
+    vectors: int
     elapsed_ms: float

@@ -173,3 +173,33 @@ def counts(conn: sqlite3.Connection) -> dict[str, int]:
         "tags": one("SELECT COUNT(DISTINCT tag) FROM section_tags"),
         "changelog_seq": max_seq(conn),
     }
+
+
+def cached_embeddings(
+    conn: sqlite3.Connection, model: str, shas: Sequence[str]
+) -> dict[str, bytes]:
+    """Cached float32 vectors (raw bytes) by text SHA-256, for one model."""
+    out: dict[str, bytes] = {}
+    for chunk in _chunks(shas):
+        marks = ",".join("?" * len(chunk))
+        for sha, vec in conn.execute(
+            f"SELECT text_sha, vector FROM embeddings WHERE model = ? AND text_sha IN ({marks})",
+            (model, *chunk),
+        ):
+            out[sha] = bytes(vec)
+    return out
+
+
+def store_embeddings(
+    conn: sqlite3.Connection, model: str, rows: Sequence[tuple[str, bytes]]
+) -> None:
+    """Cache ``(text_sha, float32 bytes)`` rows for ``model`` (inside a write)."""
+    conn.executemany(
+        "INSERT OR REPLACE INTO embeddings(text_sha, model, vector) VALUES (?, ?, ?)",
+        [(sha, model, vec) for sha, vec in rows],
+    )
+
+
+def live_count(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT COUNT(*) FROM sections WHERE retired_at IS NULL").fetchone()
+    return int(row[0])

@@ -5,6 +5,8 @@ Tables:
 - ``sections``: content-addressed sections (primary key ``kbid``); ``section_tags``.
 - ``document_sections``: the many-to-many links, in document order. ``live = 0`` keeps the
   link of a retired section so that ``recall`` still reports its documents.
+- ``embeddings``: the embedding cache, keyed by (SHA-256 of the embedded text, model
+  name); rebuilds reuse it so unchanged sections are not embedded again.
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.
@@ -66,6 +68,12 @@ CREATE TABLE IF NOT EXISTS document_sections (
 );
 CREATE INDEX IF NOT EXISTS document_sections_doc ON document_sections(docid, live, ord);
 CREATE INDEX IF NOT EXISTS document_sections_kbid ON document_sections(kbid);
+CREATE TABLE IF NOT EXISTS embeddings (
+    text_sha TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    vector   BLOB NOT NULL,
+    PRIMARY KEY (text_sha, model)
+);
 CREATE TABLE IF NOT EXISTS changelog (
     seq  INTEGER PRIMARY KEY AUTOINCREMENT,
     op   TEXT NOT NULL CHECK (op IN ('add', 'retire')),

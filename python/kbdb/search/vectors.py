@@ -1,0 +1,253 @@
+"""The vector path: embedding sections, keeping ``vectors.idx`` in step with the store,
+and scanning it (SPEC §4.2, §6; the seed's "Embedding Lifecycle").
+
+- **Embedding text**: ``"{title}\\n{content}"``; a section without a title uses its
+  heading; an image embeds its title and description. A section with none of these is not
+  embedded.
+- **Learn time**: after the lexical commit, the sections changed since the vector index's
+  watermark are embedded (through the SQLite embedding cache) and appended; retired ones
+  are deleted. When the provider fails, those sections stay lexical-only until a rebuild,
+  and the learn report says ``vector_embedding_failed``.
+- **Stale**: the index was built by another model (or not built although sections exist):
+  vector and hybrid searches fall back to lexical and say ``vector_index_stale``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbdb import _core
+from kbdb.config import EmbeddingConfig
+from kbdb.errors import EmbeddingFailedError, IndexCorruptError, KbdbError
+from kbdb.store import Database
+from kbdb.store import queries as q
+
+if TYPE_CHECKING:
+    from kbdb.embedding import EmbeddingProvider
+
+log = logging.getLogger("kbdb")
+
+REBUILD_BATCH = 64
+"""Sections per provider call during a rebuild (the seed's batches of up to 64)."""
+
+AUTO_BUILD_LIMIT = 2_000
+"""With a provider configured but no vector index yet, a learn embeds every live section
+when there are at most this many; above it the index is stale until ``kbdb rebuild``, so a
+learn never turns into an unannounced hour of embedding."""
+
+ProgressFn = Callable[[int, int], None]
+"""(sections embedded so far, total)"""
+
+
+def embedding_text(
+    heading: str, content: str, type: str, title: str | None, description: str | None
+) -> str | None:
+    """The text a section is embedded as, or None when it has nothing to embed."""
+    if type.startswith("image/"):
+        text = "\n".join(p for p in (title, description) if p)
+        return text or None
+    head = title or heading
+    if not head.strip() and not content.strip():
+        return None
+    return f"{head}\n{content}"
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class VectorStore:
+    """``vectors.idx`` under ``.kbdb/indexes/`` plus the provider that fills it."""
+
+    def __init__(self, directory: Path, db: Database, cfg: EmbeddingConfig, kbdir: Path) -> None:
+        self.directory = directory
+        self._db = db
+        self._cfg = cfg
+        self._kbdir = kbdir
+        self._provider: EmbeddingProvider | None = None
+        self._index: _core.VectorIndex | None = None
+        self._mutex = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self._cfg.provider != "none"
+
+    @property
+    def provider(self) -> EmbeddingProvider:
+        if self._provider is None:
+            from kbdb.embedding import make_provider
+
+            self._provider = make_provider(self._cfg, kbdir=self._kbdir)
+        return self._provider
+
+    @property
+    def model_name(self) -> str:
+        return self.provider.model_name()
+
+    def index(self) -> _core.VectorIndex | None:
+        """The vector index, or None when it has never been built."""
+        if self._index is None:
+            with self._mutex:
+                if self._index is None:
+                    try:
+                        self._index = _core.VectorIndex.open(str(self.directory))
+                    except FileNotFoundError:
+                        return None
+        else:
+            self._index.reload()
+        return self._index
+
+    def stale(self) -> bool:
+        """True when vector search cannot be trusted: built by another model, or missing
+        although the knowledge base has sections."""
+        if not self.enabled:
+            return False
+        index = self.index()
+        if index is None:
+            with self._db.read() as conn:
+                return q.live_count(conn) > 0
+        return index.model_name != self.model_name
+
+    def search(
+        self, query: str, *, limit: int, allow: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
+        """The top ``limit`` (kbid, cosine) for ``query``."""
+        index = self.index()
+        if index is None or (allow is not None and not allow):
+            return []
+        vec = self.provider.embed([query])
+        kbids, scores = index.search(vec[0], limit=limit, allow=allow)
+        return list(zip(kbids, scores, strict=True))
+
+    # -- writing (callers hold the writer lock) ------------------------------------------
+
+    def catch_up(self) -> set[str]:
+        """Embed and append sections changed since the watermark; delete retired ones.
+        Returns the kbids whose embedding failed."""
+        if not self.enabled:
+            return set()
+        index = self.index()
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+            if index is None:
+                if q.live_count(conn) > AUTO_BUILD_LIMIT:
+                    return set()  # many sections predate the vectors: stale until a rebuild
+                index = self._create()
+            if index.model_name != self.model_name or index.watermark >= head:
+                return set()
+            changed = q.changed_kbids(conn, index.watermark)
+            rows = q.index_rows(conn, changed)
+        live = [r for r in rows if r[6]]
+        dead = [r[0] for r in rows if not r[6]]
+        kbids, vectors, failed = self._embed_rows(live, reuse_cache=True)
+        # Appends first, keeping the old watermark: a crash before the delete publishes
+        # makes the next catch-up redo both, and an append replaces an older vector.
+        if kbids:
+            index.append(kbids, vectors, watermark=index.watermark)
+        embedded = set(kbids)
+        index.delete(dead + [r[0] for r in live if r[0] not in embedded], watermark=head)
+        return failed
+
+    def _create(self) -> _core.VectorIndex:
+        provider = self.provider
+        index = _core.VectorIndex.open(
+            str(self.directory),
+            create=True,
+            dimensions=provider.dimensions(),
+            model_name=provider.model_name(),
+        )
+        self._index = index
+        return index
+
+    def rebuild(self, *, reembed: bool = False, progress: ProgressFn | None = None) -> int:
+        """Re-embed every live section (reusing the cache unless ``reembed``) and write
+        ``vectors.idx`` and its meta file atomically. Returns the number of vectors."""
+        if not self.enabled:
+            return 0
+        with self._db.read() as conn:
+            head = q.max_seq(conn)
+            rows = [r for batch in q.iter_live_index_rows(conn) for r in batch]
+        kbids, vectors, failed = self._embed_rows(rows, reuse_cache=not reembed, progress=progress)
+        if failed:
+            raise EmbeddingFailedError(
+                f"{len(failed)} of {len(rows)} sections could not be embedded; "
+                "the previous vector index stays in use",
+                hint="check the embedding provider, then run 'kbdb rebuild' again",
+            )
+        provider = self.provider
+        try:
+            index = self.index()
+        except IndexCorruptError:
+            index = None
+        if index is None:
+            index = _core.VectorIndex.open(
+                str(self.directory),
+                reset=True,
+                dimensions=provider.dimensions(),
+                model_name=provider.model_name(),
+            )
+        index.write(
+            kbids,
+            vectors,
+            model_name=provider.model_name(),
+            watermark=head,
+            dimensions=provider.dimensions(),
+        )
+        self._index = index
+        return len(kbids)
+
+    def _embed_rows(
+        self,
+        rows: Sequence[q.IndexRow],
+        *,
+        reuse_cache: bool,
+        progress: ProgressFn | None = None,
+    ) -> tuple[list[str], bytes, set[str]]:
+        """Embed rows: ``(kbids, float32 bytes row by row, failed kbids)``."""
+        import numpy as np
+
+        model = self.model_name
+        texts: list[tuple[str, str, str]] = []  # (kbid, text, sha)
+        for kbid, heading, content, type_, title, description, _ in rows:
+            text = embedding_text(heading, content, type_, title, description)
+            if text is not None:
+                texts.append((kbid, text, text_sha(text)))
+        cached: dict[str, bytes] = {}
+        if reuse_cache and texts:
+            with self._db.read() as conn:
+                cached = q.cached_embeddings(conn, model, [t[2] for t in texts])
+        todo = [t for t in texts if t[2] not in cached]
+        failed: set[str] = set()
+        fresh: list[tuple[str, bytes]] = []
+        done = len(texts) - len(todo)
+        if progress:
+            progress(done, len(texts))
+        for start in range(0, len(todo), REBUILD_BATCH):
+            batch = todo[start : start + REBUILD_BATCH]
+            try:
+                vecs = self.provider.embed([t[1] for t in batch])
+            except KbdbError as e:
+                log.warning("embedding failed for %d sections: %s", len(batch), e)
+                failed.update(t[0] for t in batch)
+                continue
+            for (_, _, sha), vec in zip(batch, vecs, strict=True):
+                raw = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+                cached[sha] = raw
+                fresh.append((sha, raw))
+            done += len(batch)
+            if progress:
+                progress(done, len(texts))
+        if fresh:
+            with self._db.write() as conn:
+                q.store_embeddings(conn, model, fresh)
+        kbids = [t[0] for t in texts if t[0] not in failed]
+        blob = b"".join(cached[t[2]] for t in texts if t[0] not in failed)
+        return kbids, blob, failed
+
+    def close(self) -> None:
+        self._index = None
