@@ -17,16 +17,15 @@ help: ## list the targets
 $(STAMP): $(PY_DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.7,<2" "click>=8.1" "rich>=13" "tomlkit>=0.12" "pathspec>=0.12" "PyYAML>=6" \
-		"numpy>=1.24" "onnxruntime>=1.17" "tokenizers>=0.15" "httpx>=0.27" "platformdirs>=4" \
-		"pytest>=8" "hypothesis>=6" "ruff>=0.6" "mypy>=1.10" types-PyYAML
+	$(PIP) install -q "maturin>=1.7,<2"
 	touch $@
 
 venv: $(STAMP) ## create .venv with the build and test tools
 
-$(EXT_STAMP): $(STAMP) $(RUST_SOURCES)
+# maturin installs the package's dependencies and the dev extras from pyproject.toml.
+$(EXT_STAMP): $(STAMP) $(RUST_SOURCES) pyproject.toml
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
-		$(VENV)/bin/maturin develop --release --quiet
+		$(VENV)/bin/maturin develop --release --quiet --extras dev
 	touch $@
 
 build: $(EXT_STAMP) ## build the Rust extension (release) into .venv
@@ -64,7 +63,7 @@ lint: build ## clippy, ruff, mypy, stubtest
 	$(VENV)/bin/mypy python/kbdb
 	$(PY) -m mypy.stubtest kbdb._core --allowlist .stubtest-allowlist
 
-fmt: venv ## cargo fmt and ruff format
+fmt: build ## cargo fmt and ruff format
 	cargo fmt --all
 	$(VENV)/bin/ruff format python tests benches
 
