@@ -154,8 +154,10 @@ def run_eval(
                 set_value(config_path, key, value)
             kb = KnowledgeBase.open(Path(tmp))
         else:
-            kb = KnowledgeBase.init(Path(db))
-            kb.config = override_config(kb.config, settings)
+            base = KnowledgeBase.init(Path(db))
+            config = override_config(base.config, settings)
+            base.close()
+            kb = KnowledgeBase.open(Path(db), config=config)
         try:
             if mode != "lexical" and kb.config.embedding.provider == "none":
                 raise EmbeddingProviderNotConfiguredError(
@@ -164,6 +166,8 @@ def run_eval(
                 )
             started = time.perf_counter()
             documents, sections = learn_corpus(kb, dataset.corpus, progress=progress)
+            if mode != "lexical" and kb.stats().vector_index_stale:
+                kb.rebuild(lexical=False)  # sections learned before the vectors existed
             index_s = time.perf_counter() - started
             rankings, latencies = run_queries(
                 kb, dataset, mode=mode, limit=limit, progress=progress

@@ -95,9 +95,9 @@ def resolve(path: str | os.PathLike[str] | None) -> Path:
 class KnowledgeBase:
     """A knowledge base on disk. Safe to use from several threads and processes."""
 
-    def __init__(self, kbdir: Path) -> None:
+    def __init__(self, kbdir: Path, *, config: Config | None = None) -> None:
         self.path = kbdir
-        self.config: Config = load_config(kbdir / CONFIG_NAME)
+        self.config: Config = config if config is not None else load_config(kbdir / CONFIG_NAME)
         self._db = Database(kbdir / DB_NAME)
         self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
         self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
@@ -128,9 +128,12 @@ class KnowledgeBase:
         return kb
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> KnowledgeBase:
-        """Open an existing knowledge base (see ``resolve`` for how it is found)."""
-        return cls(resolve(path))
+    def open(
+        cls, path: str | os.PathLike[str] | None = None, *, config: Config | None = None
+    ) -> KnowledgeBase:
+        """Open an existing knowledge base (see ``resolve`` for how it is found).
+        ``config`` replaces its ``worker.toml`` settings in memory (``kbdb eval --set``)."""
+        return cls(resolve(path), config=config)
 
     def close(self) -> None:
         self._index.close()

@@ -35,6 +35,7 @@ from kbdb.ingest import (
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.vectors import VectorStore
 from kbdb.store import Database, NewDocument, NewSection, ReplaceMode, WriteLock, apply_document
+from kbdb.store import queries as q
 from kbdb.types import DEFAULT_SECTION_TYPE, LearnReport, SectionReport, SkippedFile
 
 BATCH_FILES = 256
@@ -201,12 +202,13 @@ class Learner:
             now = utc_now()
             outcomes = []
             with self._db.write() as conn:
+                live_before = q.live_count(conn)
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
             terms = self._index.catch_up()
             # Embedding follows the lexical commit: a provider failure never loses the
             # learn, the section just stays lexical-only until a rebuild.
-            failed = self._vectors.catch_up()
+            failed = self._vectors.catch_up(live_before=live_before)
         for p, out in zip(pending, outcomes, strict=True):
             if out.unchanged:
                 totals["documents_unchanged"] += 1

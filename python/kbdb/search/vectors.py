@@ -36,9 +36,10 @@ REBUILD_BATCH = 64
 """Sections per provider call during a rebuild (the seed's batches of up to 64)."""
 
 AUTO_BUILD_LIMIT = 2_000
-"""With a provider configured but no vector index yet, a learn embeds every live section
-when there are at most this many; above it the index is stale until ``kbdb rebuild``, so a
-learn never turns into an unannounced hour of embedding."""
+"""With a provider configured but no vector index yet, a learn builds it (embedding every
+live section) when at most this many sections existed before that learn; above it the
+index is stale until ``kbdb rebuild``, so a learn never turns into an unannounced hour of
+embedding the old sections."""
 
 ProgressFn = Callable[[int, int], None]
 """(sections embedded so far, total)"""
@@ -126,16 +127,18 @@ class VectorStore:
 
     # -- writing (callers hold the writer lock) ------------------------------------------
 
-    def catch_up(self) -> set[str]:
+    def catch_up(self, *, live_before: int | None = None) -> set[str]:
         """Embed and append sections changed since the watermark; delete retired ones.
-        Returns the kbids whose embedding failed."""
+        ``live_before``: live sections before the learn that calls this (they decide
+        whether a missing index is built now). Returns the kbids whose embedding failed."""
         if not self.enabled:
             return set()
         index = self.index()
         with self._db.read() as conn:
             head = q.max_seq(conn)
             if index is None:
-                if q.live_count(conn) > AUTO_BUILD_LIMIT:
+                before = q.live_count(conn) if live_before is None else live_before
+                if before > AUTO_BUILD_LIMIT:
                     return set()  # many sections predate the vectors: stale until a rebuild
                 index = self._create()
             if index.model_name != self.model_name or index.watermark >= head:
