@@ -65,8 +65,10 @@ def search_fused(
         fused = linear(lex_ranked, vec_hits, weight=linear_weight)
     else:
         fused = rrf(lex_ranked, vec_hits, k=rrf_k)
-    hits = [_hit(f, by_kbid.get(f.kbid), parsed_required(parsed), mode, fusion) for f in fused]
-    page = hits[offset : offset + limit]
+    required = parsed_required(parsed)
+    page = [
+        _hit(f, by_kbid.get(f.kbid), required, mode, fusion) for f in fused[offset : offset + limit]
+    ]
     items = lexical.hydrate(parsed, page, content=content, explain=explain)
     top = items[0] if items else None
     return SearchResult(
