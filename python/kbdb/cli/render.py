@@ -296,3 +296,35 @@ def learn_progress(enabled: bool) -> Iterator[Any]:
             )
 
         yield update
+
+
+@contextmanager
+def count_progress(enabled: bool, label: str, unit: str) -> Iterator[Any]:
+    """A ``(done, total)`` progress callback drawing a bar with ``unit``/s and time left on
+    stderr when ``enabled``, else None."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]} " + unit + "/s"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None, rate="-")
+
+        def update(done: int, total: int) -> None:
+            speed = bar.tasks[0].speed
+            bar.update(task, completed=done, total=total, rate=f"{speed:.0f}" if speed else "-")
+
+        yield update
