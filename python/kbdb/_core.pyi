@@ -281,7 +281,12 @@ class VectorIndex:
         indexes (< 16 384 vectors) always scan on the calling thread.
 
         A query of the wrong length raises ``InvalidArgumentError`` (dimension mismatch),
-        as do a NaN or infinite component, ``limit`` < 0 and a malformed kbid."""
+        as do a NaN or infinite component, ``limit`` < 0, ``threads`` < 0 and a malformed
+        kbid."""
+    def stream_read(self, *, threads: int = 0) -> int:
+        """Read every stored byte once (an XOR of all 64-bit words, returned so the reads
+        happen), on ``threads`` as in ``search``: a pure streaming read of the same mapped
+        pages, the memory-bandwidth yardstick of ``benches/bench_vector_scan.py``."""
     def verify(self) -> list[str]:
         """Re-read every file from disk (not this object's snapshot) and check checksums,
         sizes, order, counts and that every component is finite; returns the problems

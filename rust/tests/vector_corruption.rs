@@ -15,6 +15,9 @@ use vector_util::{dataset, Rng};
 
 const DIMS: usize = 8;
 
+type TextEdit = Box<dyn Fn(&str) -> String>;
+type ByteEdit = Box<dyn Fn(&mut Vec<u8>)>;
+
 fn le(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -212,7 +215,7 @@ fn resealed_meta_disagreeing_with_the_data() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
     let original = fs::read(dir.path().join(META_FILE)).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&str) -> String>)> = vec![
+    let cases: Vec<(&str, TextEdit)> = vec![
         (
             "dimensions",
             Box::new(|t| t.replacen("dimensions = 8", "dimensions = 9", 1)),
@@ -270,11 +273,11 @@ fn resealed_data_disagreeing_with_itself() {
     let original_meta = fs::read(dir.path().join(META_FILE)).unwrap();
     let original = fs::read(dir.path().join("vectors.idx")).unwrap();
     let record = 16 + DIMS * 4;
-    let swap_records = |b: &mut Vec<u8>| {
+    let swap_records = move |b: &mut Vec<u8>| {
         let (a, c) = b[11..11 + 2 * record].split_at_mut(record);
         a.swap_with_slice(c);
     };
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    let cases: Vec<(&str, ByteEdit)> = vec![
         ("unsorted", Box::new(swap_records)),
         (
             "duplicate",

@@ -9,8 +9,11 @@ use kbdb_core::vector::{OpenMode, VectorIndex};
 use proptest::prelude::*;
 use vector_util::{dataset, Rng};
 
-/// The seed's layout, parsed by hand: (version, dimensions, [(kbid, vector)]).
-fn parse_by_hand(bytes: &[u8]) -> (u8, u16, Vec<([u8; 16], Vec<f32>)>) {
+/// One record: kbid hash and vector.
+type Record = ([u8; 16], Vec<f32>);
+
+/// The seed's layout, parsed by hand: (version, dimensions, records).
+fn parse_by_hand(bytes: &[u8]) -> (u8, u16, Vec<Record>) {
     assert_eq!(&bytes[0..4], b"KBVX", "magic");
     let version = bytes[4];
     let dims = u16::from_le_bytes([bytes[5], bytes[6]]);

@@ -107,6 +107,9 @@ fn parallel_scan_equals_sequential_above_the_threshold() {
     let half: Vec<KbidHash> = kbids.iter().step_by(2).copied().collect();
     index.delete(&half[..500], 2).unwrap();
     let snap = index.snapshot();
+    let xor = snap.stream_read(Threads::Current);
+    assert_eq!(snap.stream_read(Threads::All), xor);
+    assert_eq!(snap.stream_read(Threads::Exactly(3)), xor);
     let live = live_set(&snap);
     for limit in [1, 10, 100] {
         let q = unit_vector(&mut rng, dims as usize);

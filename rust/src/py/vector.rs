@@ -79,6 +79,12 @@ fn query_vector(bytes: &[u8]) -> Result<Vec<f32>> {
         .collect())
 }
 
+fn thread_count(threads: i64) -> Result<Threads> {
+    usize::try_from(threads)
+        .map(Threads::from_count)
+        .map_err(|_| Error::InvalidArgument(format!("threads must be >= 0, got {threads}")))
+}
+
 fn open_mode(
     create: bool,
     reset: bool,
@@ -269,8 +275,9 @@ impl PyVectorIndex {
         query: &Bound<'_, PyAny>,
         limit: i64,
         allow: Option<Vec<String>>,
-        threads: usize,
+        threads: i64,
     ) -> PyResult<(Vec<String>, Vec<f32>)> {
+        let threads = thread_count(threads)?;
         let data = float32_bytes(query)?;
         let bytes = data.as_bytes();
         let hits = py.detach(|| {
@@ -280,9 +287,16 @@ impl PyVectorIndex {
             let allow = allow.as_deref().map(to_kbids).transpose()?;
             self.inner
                 .snapshot()
-                .search(&q, limit, allow.as_deref(), Threads::from_count(threads))
+                .search(&q, limit, allow.as_deref(), threads)
         })?;
         Ok(hits.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+    }
+
+    /// Reads every stored byte once; the benchmarks' memory-bandwidth yardstick.
+    #[pyo3(signature = (*, threads = 0))]
+    fn stream_read(&self, py: Python<'_>, threads: i64) -> PyResult<u64> {
+        let threads = thread_count(threads)?;
+        Ok(py.detach(|| self.inner.snapshot().stream_read(threads)))
     }
 
     fn verify(&self, py: Python<'_>) -> Vec<String> {

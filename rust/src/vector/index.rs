@@ -254,6 +254,13 @@ impl Snapshot {
         Ok(scan(&parts, query, limit, threads))
     }
 
+    /// Reads every record byte once (see [`super::stream_read`]).
+    pub fn stream_read(&self, threads: Threads) -> u64 {
+        let mut regions = vec![self.base.records()];
+        regions.extend(self.appends.as_ref().map(|a| a.records()));
+        super::scan::stream_read(&regions, threads)
+    }
+
     /// Bytes of the files this snapshot uses, the meta file included.
     pub fn size_bytes(&self) -> u64 {
         let tomb = if self.tombstones.is_empty() {

@@ -46,7 +46,7 @@ pub use file::{RecordWriter, VectorReader, HEADER_LEN, MAGIC};
 pub use filter::Bitset;
 pub use index::{OpenMode, Snapshot, VectorIndex};
 pub use meta::{Meta, VectorState, META_FILE};
-pub use scan::{scan, Part, Threads, PARALLEL_MIN_RECORDS};
+pub use scan::{scan, stream_read, Part, Threads, PARALLEL_MIN_RECORDS};
 pub use tombstone::{read_tombstones, tombstones_to_bytes};
 pub use topk::TopK;
 pub use update::{compaction_threshold, Staged};
