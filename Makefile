@@ -42,14 +42,26 @@ test-slow: build ## long campaigns (soak, big corpora)
 	$(PY) -m pytest -m slow
 
 KBDB := $(VENV)/bin/kbdb
+# The demo's embedding model: KBDB_MODEL_DIR, else the shared test model beside the project.
+DEMO_MODEL ?= $(or $(KBDB_MODEL_DIR),$(abspath ../shared/models/all-MiniLM-L6-v2))
 demo: build ## learn the project's docs/ into .demo/ and run a few searches
 	rm -rf .demo && mkdir -p .demo
 	$(KBDB) init .demo
+	@if [ -f "$(DEMO_MODEL)/model.onnx" ]; then \
+		$(KBDB) --db .demo config set embedding.model_path "$(DEMO_MODEL)" && \
+		$(KBDB) --db .demo config set embedding.provider onnx; \
+	else \
+		echo "(no embedding model at $(DEMO_MODEL): lexical search only; set KBDB_MODEL_DIR" \
+		     "to a folder with model.onnx and tokenizer.json to see hybrid search)"; \
+	fi
 	$(KBDB) --db .demo learn docs README.md ARCHITECTURE.md --tags project-docs
 	$(KBDB) --db .demo stats
 	$(KBDB) --db .demo search "how are writers serialized"
 	$(KBDB) --db .demo search "config k1" --limit 3
 	$(KBDB) --db .demo search '"exit codes"' --limit 3
+	@if [ -f "$(DEMO_MODEL)/model.onnx" ]; then \
+		$(KBDB) --db .demo search --mode hybrid "what happens when the computer crashes" --limit 3; \
+	fi
 	$(KBDB) --db .demo --json search "supersession of sections" --limit 1
 
 bench: build ## side-by-side benchmarks against peers (installs peers into .venv)
