@@ -65,6 +65,13 @@ class Hits:
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
     @property
+    def clause_bounds(self) -> list[float]:
+        """Per clause (in query order): the most it can add to a score, ``max(weight ×
+        idf)`` over its alternatives that occur in the index (0.0 when none does), with idf
+        from the corpus-wide statistics. BM25F saturates below idf, so a hit's score is
+        below the sum of its clauses' bounds; ``score / sum(clause_bounds)`` does not
+        depend on the corpus size."""
+    @property
     def explain(self) -> list[list[tuple[int, str, str, float]]] | None:
         """With ``explain=True``: per hit, ``(clause, term, field, score)`` for every
         contribution to its score. ``field`` is ``heading``, ``body`` or ``code``. A clause
@@ -132,9 +139,7 @@ class Index:
         lower-case hex characters, a kbid added twice in one call, a ``watermark`` above
         2**63-1, or an index built by a different analyzer (``analyzer_id``; rebuild it)
         raise ``InvalidArgumentError``."""
-    def rebuild(
-        self, docs: Sequence[tuple[str, str, str, str]], *, watermark: int
-    ) -> list[int]:
+    def rebuild(self, docs: Sequence[tuple[str, str, str, str]], *, watermark: int) -> list[int]:
         """Replace the whole index with one segment built from ``docs``. Works even when the
         current files are corrupt; adopts this build's analyzer id. Releases the GIL."""
     def merge(self, *, force: bool = False) -> int:

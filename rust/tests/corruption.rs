@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use common::{random_docs, Rng};
 use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
-use kbdb_core::lexical::{Clause, Index, Manifest, Query};
+use kbdb_core::lexical::{
+    Clause, Index, Manifest, Query, SEGMENT_FORMAT_VERSION, TOMBSTONE_FORMAT_VERSION,
+};
 use kbdb_core::Error;
 
 fn build(dir: &Path) {
@@ -149,7 +151,7 @@ fn missing_files_and_versions() {
     ));
     // A tombstone file in a segment's place is corrupt.
     let mut wrong = orig[..orig.len() - FOOTER_LEN].to_vec();
-    append_footer(&mut wrong, FileKind::TOMBSTONE, 1);
+    append_footer(&mut wrong, FileKind::TOMBSTONE, TOMBSTONE_FORMAT_VERSION);
     std::fs::write(seg, &wrong).unwrap();
     assert!(matches!(
         Index::open(dir.path(), false),
@@ -223,7 +225,7 @@ fn damaged_payload_behind_a_valid_footer_never_panics() {
             2 => payload[at] = 0,
             _ => payload[at] = payload[at].wrapping_add(1),
         }
-        append_footer(&mut payload, FileKind::SEGMENT, 1);
+        append_footer(&mut payload, FileKind::SEGMENT, SEGMENT_FORMAT_VERSION);
         std::fs::write(dir.path().join(&seg_name), &payload).unwrap();
         if let Ok(index) = Index::open(dir.path(), false) {
             opened += 1;

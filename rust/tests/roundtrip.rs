@@ -48,7 +48,7 @@ proptest! {
         let mut buf = Vec::new();
         for i in 0..p.len() {
             prop_assert_eq!(c.doc(), p.docs[i]);
-            prop_assert_eq!(c.tfs(), p.tfs[i]);
+            prop_assert_eq!(c.tfs().unwrap(), p.tfs[i]);
             for f in 0..3 {
                 c.positions(f, &mut buf).unwrap();
                 let tf = p.tfs[i][f] as usize;

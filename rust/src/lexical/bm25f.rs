@@ -114,6 +114,17 @@ impl FieldNorms {
         }
     }
 
+    /// The bits of everything `doc_factors` depends on: equal keys give equal factors.
+    pub fn key(&self) -> [u32; 3 * FIELD_COUNT] {
+        let mut k = [0u32; 3 * FIELD_COUNT];
+        for f in 0..FIELD_COUNT {
+            k[f] = self.weights[f].to_bits();
+            k[FIELD_COUNT + f] = self.base[f].to_bits();
+            k[2 * FIELD_COUNT + f] = self.slope[f].to_bits();
+        }
+        k
+    }
+
     /// `w_f / norm_f(d)` for a document with these field lengths.
     #[inline]
     pub fn doc_factors(&self, lens: [u32; FIELD_COUNT]) -> [Score; FIELD_COUNT] {

@@ -100,7 +100,7 @@ pub fn merge_segments(sources: &[MergeSource<'_>]) -> Result<(Vec<u8>, u32)> {
                     .ok_or(corrupt(Malformed("doc ordinal")))?;
                 if new != TERMINATED {
                     out.docs.push(new);
-                    let tfs = c.tfs();
+                    let tfs = c.tfs().map_err(corrupt)?;
                     out.tfs.push(tfs);
                     for (f, &tf) in tfs.iter().enumerate() {
                         c.positions(f, &mut buf).map_err(corrupt)?;

@@ -18,18 +18,21 @@
 //!
 //! Modules: `codec` (varints), `postings`, `termdict`, `segment` (file format), `writer`
 //! (in-memory build), `tombstone`, `manifest`, `merge` (policy and merger), `bm25f`
-//! (scoring), `query` (matching), `topk`, `index` (the public [`Index`] and snapshots),
-//! `update` (commit, rebuild, merge) and `search`.
+//! (scoring), `query` (request types, per-segment state, exhaustive evaluation), `strict`
+//! (AND matching), `maxscore` (pruned OR evaluation), `topk`, `index` (the public [`Index`]
+//! and snapshots), `update` (commit, rebuild, merge) and `search`.
 
 mod bm25f;
 mod codec;
 mod index;
 mod manifest;
+mod maxscore;
 mod merge;
 pub mod postings;
 mod query;
 mod search;
 mod segment;
+mod strict;
 mod termdict;
 mod tombstone;
 pub mod topk;
@@ -63,7 +66,7 @@ pub const FIELD_CODE: u8 = 4;
 pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code"];
 
 /// Format versions; bump on any byte-layout change.
-pub const SEGMENT_FORMAT_VERSION: u32 = 1;
+pub const SEGMENT_FORMAT_VERSION: u32 = 2;
 pub const TOMBSTONE_FORMAT_VERSION: u32 = 1;
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 

@@ -5,10 +5,14 @@
 //!
 //! ```text
 //! skip table   n_blocks × { last_doc u32, block_end u32, positions_end u32 }   (LE)
-//! blocks       per doc: varint(doc − previous doc), varint(tf heading), varint(tf body),
-//!              varint(tf code); "previous doc" of a block's first doc is the previous
-//!              block's last_doc (0 for block 0, whose first delta is the doc itself)
+//! blocks       per block: first per doc varint(doc − previous doc), then per doc
+//!              varint(tf heading), varint(tf body), varint(tf code); "previous doc" of a
+//!              block's first doc is the previous block's last_doc (0 for block 0, whose
+//!              first delta is the doc itself)
 //! ```
+//!
+//! Doc ordinals come before the frequencies so that seeking and counting decode one varint
+//! per doc (format version 2; version 1 interleaved them).
 //!
 //! `n_blocks = ceil(df / BLOCK_LEN)`; `block_end` is relative to the first byte after the
 //! skip table, `positions_end` to the term's first positions byte. Positions (at
@@ -77,12 +81,13 @@ pub fn serialize_term(
     let mut pos_i = 0usize;
     let mut scratch = Vec::new();
     for (b, chunk) in p.docs.chunks(BLOCK_LEN).enumerate() {
-        for (j, &doc) in chunk.iter().enumerate() {
-            let i = b * BLOCK_LEN + j;
+        for &doc in chunk {
             write_varint(postings, doc - prev);
             prev = doc;
-            for f in 0..FIELD_COUNT {
-                let tf = p.tfs[i][f];
+        }
+        let first = b * BLOCK_LEN;
+        for tfs in &p.tfs[first..first + chunk.len()] {
+            for &tf in tfs {
                 write_varint(postings, tf);
                 let mut field_positions = &p.positions[pos_i..pos_i + tf as usize];
                 if !field_positions.is_sorted() {
@@ -112,6 +117,10 @@ pub fn serialize_term(
 }
 
 /// Reads one term's postings block by block. `doc()` is [`TERMINATED`] when exhausted.
+///
+/// Loading a block decodes its doc ordinals only; term frequencies are decoded on the first
+/// [`tfs`](PostingsCursor::tfs) call in that block, so seeking through a list and counting
+/// its docs never pays for them.
 pub struct PostingsCursor<'a> {
     skips: &'a [u8],
     data: &'a [u8],
@@ -123,6 +132,10 @@ pub struct PostingsCursor<'a> {
     len: usize,
     idx: usize,
     docs: [DocOrd; BLOCK_LEN],
+    /// The current block's tf varints: `data[tfs_at..tfs_end]`.
+    tfs_at: usize,
+    tfs_end: usize,
+    tfs_loaded: bool,
     tfs: [[u32; FIELD_COUNT]; BLOCK_LEN],
     /// Positions state: doc `pos_doc` of the current block starts at `positions[pos_at]`.
     pos_block: usize,
@@ -158,6 +171,9 @@ impl<'a> PostingsCursor<'a> {
             len: 0,
             idx: 0,
             docs: [0; BLOCK_LEN],
+            tfs_at: 0,
+            tfs_end: 0,
+            tfs_loaded: false,
             tfs: [[0; FIELD_COUNT]; BLOCK_LEN],
             pos_block: usize::MAX,
             pos_doc: 0,
@@ -175,16 +191,17 @@ impl<'a> PostingsCursor<'a> {
         u32_at(self.skips, b * SKIP_ENTRY_BYTES + field * 4).ok_or(Malformed("skip entry"))
     }
 
+    /// Decodes block `b`'s doc ordinals and checks them against the skip table.
     fn load_block(&mut self, b: usize) -> Result<(), Malformed> {
         let (base, start) = if b == 0 {
             (0, 0)
         } else {
             (self.skip(b - 1, 0)?, self.skip(b - 1, 1)?)
         };
-        let end = self.skip(b, 1)?;
+        let end = self.skip(b, 1)? as usize;
         let bytes = self
             .data
-            .get(start as usize..end as usize)
+            .get(start as usize..end)
             .ok_or(Malformed("postings block out of bounds"))?;
         let n = if b + 1 == self.n_blocks {
             self.df as usize - b * BLOCK_LEN
@@ -193,29 +210,47 @@ impl<'a> PostingsCursor<'a> {
         };
         let mut r = ByteReader::new(bytes);
         let mut prev = base;
-        for i in 0..n {
+        for (i, slot) in self.docs[..n].iter_mut().enumerate() {
             let delta = r.varint().ok_or(Malformed("truncated postings block"))?;
             if delta == 0 && (b > 0 || i > 0) {
                 return Err(Malformed("doc ordinals not increasing"));
             }
-            let doc = prev
+            prev = prev
                 .checked_add(delta)
                 .ok_or(Malformed("doc ordinal overflow"))?;
-            if doc >= self.max_doc {
-                return Err(Malformed("doc ordinal out of range"));
-            }
-            self.docs[i] = doc;
-            for f in 0..FIELD_COUNT {
-                self.tfs[i][f] = r.varint().ok_or(Malformed("truncated postings block"))?;
-            }
-            prev = doc;
+            *slot = prev;
         }
-        if prev != self.skip(b, 0)? || !r.is_empty() {
+        if prev >= self.max_doc {
+            return Err(Malformed("doc ordinal out of range"));
+        }
+        if prev != self.skip(b, 0)? {
             return Err(Malformed("postings block disagrees with its skip entry"));
         }
         self.block = b;
         self.len = n;
         self.idx = 0;
+        self.tfs_at = start as usize + r.pos();
+        self.tfs_end = end;
+        self.tfs_loaded = false;
+        Ok(())
+    }
+
+    /// Decodes the current block's term frequencies.
+    fn load_tfs(&mut self) -> Result<(), Malformed> {
+        let bytes = self
+            .data
+            .get(self.tfs_at..self.tfs_end)
+            .ok_or(Malformed("postings block out of bounds"))?;
+        let mut r = ByteReader::new(bytes);
+        for row in &mut self.tfs[..self.len] {
+            for tf in row.iter_mut() {
+                *tf = r.varint().ok_or(Malformed("truncated postings block"))?;
+            }
+        }
+        if !r.is_empty() {
+            return Err(Malformed("postings block disagrees with its skip entry"));
+        }
+        self.tfs_loaded = true;
         Ok(())
     }
 
@@ -228,10 +263,16 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
-    /// Per-field term frequencies of the current doc.
+    /// Per-field term frequencies of the current doc (zeros when exhausted).
     #[inline]
-    pub fn tfs(&self) -> [u32; FIELD_COUNT] {
-        self.tfs[self.idx.min(BLOCK_LEN - 1)]
+    pub fn tfs(&mut self) -> Result<[u32; FIELD_COUNT], Malformed> {
+        if self.idx >= self.len {
+            return Ok([0; FIELD_COUNT]);
+        }
+        if !self.tfs_loaded {
+            self.load_tfs()?;
+        }
+        Ok(self.tfs[self.idx])
     }
 
     pub fn advance(&mut self) -> Result<DocOrd, Malformed> {
@@ -242,6 +283,21 @@ impl<'a> PostingsCursor<'a> {
             }
         }
         Ok(self.doc())
+    }
+
+    /// Calls `f` with every doc from the current one to the end, decoding doc ordinals only,
+    /// and leaves the cursor exhausted.
+    pub fn drain_docs(&mut self, mut f: impl FnMut(DocOrd)) -> Result<(), Malformed> {
+        loop {
+            for &d in &self.docs[self.idx.min(self.len)..self.len] {
+                f(d);
+            }
+            self.idx = self.len;
+            if self.block + 1 >= self.n_blocks {
+                return Ok(());
+            }
+            self.load_block(self.block + 1)?;
+        }
     }
 
     /// Moves to the first doc `>= target`: gallops over the skip table, then over the block.
@@ -284,6 +340,9 @@ impl<'a> PostingsCursor<'a> {
         out.clear();
         if self.idx >= self.len {
             return Ok(());
+        }
+        if !self.tfs_loaded {
+            self.load_tfs()?;
         }
         if self.pos_block != self.block || self.pos_doc > self.idx {
             self.pos_block = self.block;
@@ -355,10 +414,15 @@ mod tests {
         let mut c = PostingsCursor::new(&a, &b, 1000, 5000).unwrap();
         assert_eq!(c.doc(), 1);
         assert_eq!(c.seek(500).unwrap(), 502);
-        assert_eq!(c.tfs(), [167 % 2, 1 + 167 % 3, 0]);
+        assert_eq!(c.tfs().unwrap(), [167 % 2, 1 + 167 % 3, 0]);
         let mut out = Vec::new();
         c.positions(1, &mut out).unwrap();
-        assert_eq!(out, (0..c.tfs()[1]).map(|k| k * 2 + 1).collect::<Vec<_>>());
+        assert_eq!(
+            out,
+            (0..c.tfs().unwrap()[1])
+                .map(|k| k * 2 + 1)
+                .collect::<Vec<_>>()
+        );
         assert_eq!(c.seek(2998).unwrap(), 2998);
         assert_eq!(c.seek(2999).unwrap(), TERMINATED);
         assert_eq!(c.advance().unwrap(), TERMINATED);

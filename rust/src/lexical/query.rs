@@ -1,19 +1,19 @@
-//! Query matching and scoring over one segment.
+//! Queries over one segment: the request types, the per-segment search state shared by the
+//! evaluators, and the per-hit details.
 //!
 //! A query is a list of clauses (a term and its synonyms, each with a weight; required or
 //! optional) and phrases. Matching:
 //!
 //! - strict (`require_all` and at least one required clause or phrase): every required
-//!   clause (any alternative) and every phrase term must occur. Their postings are
-//!   intersected leapfrog-style, driven by the rarest group, with galloping seeks over the
-//!   skip tables; survivors must then satisfy every phrase (all terms in one field at the
-//!   given relative positions);
+//!   clause (any alternative) and every phrase term must occur (`strict`);
 //! - relaxed (otherwise): a doc matches when any clause does (a union). Phrases do not
-//!   filter in relaxed mode.
+//!   filter in relaxed mode. `maxscore` evaluates it with dynamic pruning; the exhaustive
+//!   evaluation here scores every match and is the reference the tests hold it to.
 //!
-//! Tombstoned docs and docs outside the `allow` set never match. Every match is scored
-//! exhaustively with BM25F (a clause adds its best alternative's score × its weight) into a
-//! bounded heap; the loop allocates nothing per doc.
+//! Tombstoned docs and docs outside the `allow` set never match. A match's score is the sum,
+//! in clause order, of each clause's best alternative (BM25F score × weight), so every
+//! evaluator produces the same bits for the same doc. `total` counts every live match
+//! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
 use super::bm25f::{Bm25fParams, FieldNorms};
 use super::postings::{Malformed, PostingsCursor, TERMINATED};
@@ -61,10 +61,12 @@ impl Default for Query {
 /// Ranks hits: score, then kbid, then where the doc lives.
 pub type HitKey = (Kbid, u32, DocOrd);
 
-/// A query with terms deduplicated and corpus-wide idf resolved.
+/// A query with terms deduplicated and corpus-wide statistics resolved.
 pub struct Prepared {
     pub terms: Vec<String>,
     pub idf: Vec<Score>,
+    /// Per term: its document frequency summed over the snapshot's segments.
+    pub df: Vec<u64>,
     /// Per clause: `(term index, weight)` alternatives, and required.
     pub clauses: Vec<(Vec<(usize, Score)>, bool)>,
     /// Per phrase: `(term index, offset ≥ 0)`.
@@ -74,7 +76,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Interns the query's terms; `idf` is filled in later by the caller.
+    /// Interns the query's terms; `df` and `idf` are filled in later by the caller.
     pub fn new(q: &Query, norms: FieldNorms) -> Result<Prepared> {
         q.params.validate()?;
         let mut terms: Vec<String> = Vec::new();
@@ -112,14 +114,31 @@ impl Prepared {
         }
         let strict = q.require_all && (clauses.iter().any(|c| c.1) || !phrases.is_empty());
         let idf = vec![0.0; terms.len()];
+        let df = vec![0; terms.len()];
         Ok(Prepared {
             terms,
             idf,
+            df,
             clauses,
             phrases,
             strict,
             norms,
         })
+    }
+
+    /// Per clause: the most it can add to a score, `max(weight × idf)` over its alternatives
+    /// that occur in the index (0 when none does). BM25F saturates below idf, so no doc's
+    /// clause score reaches it.
+    pub fn clause_bounds(&self) -> Vec<Score> {
+        self.clauses
+            .iter()
+            .map(|(alts, _)| {
+                alts.iter()
+                    .filter(|&&(t, _)| self.df[t] > 0)
+                    .map(|&(t, w)| w * self.idf[t])
+                    .fold(0.0, Score::max)
+            })
+            .collect()
     }
 }
 
@@ -131,6 +150,17 @@ pub struct SegmentView<'a> {
     pub allowed: Option<&'a Tombstones>,
     /// Per prepared term: its postings in this segment.
     pub infos: &'a [Option<TermInfo>],
+    /// Per doc: `w_f / norm_f(d)` under the query's parameters.
+    pub factors: &'a [[Score; FIELD_COUNT]],
+}
+
+/// How relaxed queries are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evaluation {
+    /// MaxScore: skips docs that cannot reach the top `limit`.
+    Pruned,
+    /// Scores every match (the reference).
+    Exhaustive,
 }
 
 /// Matches and scores one segment; returns its best `limit` hits and its match count.
@@ -138,35 +168,26 @@ pub fn search_segment(
     p: &Prepared,
     seg: &SegmentView<'_>,
     limit: usize,
+    eval: Evaluation,
 ) -> Result<(TopK<HitKey>, u64)> {
-    let mut cursors = Vec::with_capacity(seg.infos.len());
-    for info in seg.infos {
-        cursors.push(match info {
-            Some(i) => Some(seg.reader.cursor(*i)?),
-            None => None,
-        });
-    }
-    let mut s = Searcher {
-        p,
-        seg,
-        cursors,
-        top: TopK::new(limit),
-        total: 0,
-        bufs: vec![Vec::new(); p.phrases.iter().map(Vec::len).max().unwrap_or(0)],
-    };
-    let run = if p.strict {
-        s.run_strict()
-    } else {
-        s.run_relaxed()
-    };
+    let run = SegmentSearch::new(p, seg, limit).and_then(|mut s| {
+        if p.strict {
+            s.run_strict()?;
+        } else if eval == Evaluation::Pruned {
+            s.run_maxscore()?;
+        } else {
+            s.run_exhaustive()?;
+        }
+        Ok((s.top, s.total))
+    });
     match run {
-        Ok(()) => Ok((s.top, s.total)),
+        Ok(r) => Ok(r),
         Err(SearchError::Malformed(m)) => Err(seg.reader.corrupt(m)),
         Err(SearchError::Other(e)) => Err(e),
     }
 }
 
-enum SearchError {
+pub(super) enum SearchError {
     Malformed(Malformed),
     Other(Error),
 }
@@ -183,81 +204,85 @@ impl From<Error> for SearchError {
     }
 }
 
-struct Searcher<'a, 's> {
-    p: &'a Prepared,
-    seg: &'a SegmentView<'s>,
-    cursors: Vec<Option<PostingsCursor<'s>>>,
-    top: TopK<HitKey>,
-    total: u64,
-    bufs: Vec<Vec<u32>>,
+pub(super) type Step<T> = std::result::Result<T, SearchError>;
+
+/// The state of one segment's evaluation: a cursor per present term, the heap, the count.
+pub(super) struct SegmentSearch<'a, 's> {
+    pub p: &'a Prepared,
+    pub seg: &'a SegmentView<'s>,
+    pub cursors: Vec<Option<PostingsCursor<'s>>>,
+    pub top: TopK<HitKey>,
+    pub total: u64,
 }
 
-type Step<T> = std::result::Result<T, SearchError>;
-
-impl Searcher<'_, '_> {
-    /// Seeks every cursor of `group` to `target`; returns the smallest doc among them.
-    fn group_seek(&mut self, group: &[usize], target: DocOrd) -> Step<DocOrd> {
-        let mut min = TERMINATED;
-        for &t in group {
-            if let Some(c) = self.cursors[t].as_mut() {
-                min = min.min(c.seek(target)?);
-            }
+impl<'a, 's> SegmentSearch<'a, 's> {
+    fn new(p: &'a Prepared, seg: &'a SegmentView<'s>, limit: usize) -> Step<Self> {
+        let mut cursors = Vec::with_capacity(seg.infos.len());
+        for info in seg.infos {
+            cursors.push(match info {
+                Some(i) => Some(seg.reader.cursor(*i)?),
+                None => None,
+            });
         }
-        Ok(min)
+        Ok(SegmentSearch {
+            p,
+            seg,
+            cursors,
+            top: TopK::new(limit),
+            total: 0,
+        })
     }
 
-    fn run_strict(&mut self) -> Step<()> {
-        let p = self.p;
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for (alts, required) in &p.clauses {
-            if *required {
-                groups.push(
-                    alts.iter()
-                        .map(|a| a.0)
-                        .filter(|&t| self.cursors[t].is_some())
-                        .collect(),
-                );
-            }
-        }
-        for ph in &p.phrases {
-            groups.extend(
-                ph.iter()
-                    .map(|&(t, _)| vec![t])
-                    .filter(|g| self.cursors[g[0]].is_some()),
-            );
-            if ph.iter().any(|&(t, _)| self.cursors[t].is_none()) {
-                return Ok(());
-            }
-        }
-        if groups.iter().any(Vec::is_empty) {
-            return Ok(());
-        }
-        let cost = |g: &Vec<usize>| -> u64 {
-            g.iter()
-                .filter_map(|&t| self.cursors[t].as_ref())
-                .map(|c| u64::from(c.df()))
-                .sum()
-        };
-        groups.sort_by_key(cost);
-        let (driver, rest) = groups.split_first().ok_or(Malformed("no groups"))?;
-        let mut d = self.group_seek(driver, 0)?;
-        'outer: while d != TERMINATED {
-            for g in rest {
-                let gd = self.group_seek(g, d)?;
-                if gd != d {
-                    d = self.group_seek(driver, gd)?;
-                    continue 'outer;
-                }
-            }
-            if self.live(d) && self.phrases_match(d)? {
-                self.collect(d)?;
-            }
-            d = self.group_seek(driver, d + 1)?;
+    #[inline]
+    pub fn live(&self, d: DocOrd) -> bool {
+        !self.seg.dead.is_some_and(|t| t.contains(d))
+            && self.seg.allowed.is_none_or(|a| a.contains(d))
+    }
+
+    /// Offers a scored doc to the heap; reads its kbid only if it gets in.
+    #[inline]
+    pub fn offer(&mut self, d: DocOrd, score: Score) -> Step<()> {
+        if self.top.would_accept(score) {
+            let kbid = self.seg.reader.kbid(d)?;
+            self.top.push(Scored {
+                score,
+                key: (kbid, self.seg.index, d),
+            });
         }
         Ok(())
     }
 
-    fn run_relaxed(&mut self) -> Step<()> {
+    /// Doc `d`'s length-normalization factors.
+    #[inline]
+    pub fn factors(&self, d: DocOrd) -> [Score; FIELD_COUNT] {
+        self.seg
+            .factors
+            .get(d as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The score of doc `d`, seeking every alternative's cursor to it.
+    pub fn score(&mut self, d: DocOrd) -> Step<Score> {
+        let p = self.p;
+        let factors = self.factors(d);
+        let mut score: Score = 0.0;
+        for (alts, _) in &p.clauses {
+            let mut best: Score = 0.0;
+            for &(t, w) in alts {
+                if let Some(c) = self.cursors[t].as_mut() {
+                    if c.seek(d)? == d {
+                        best = best.max(w * p.norms.score(p.idf[t], c.tfs()?, factors));
+                    }
+                }
+            }
+            score += best;
+        }
+        Ok(score)
+    }
+
+    /// Relaxed matching, every match scored: the reference for `run_maxscore`.
+    fn run_exhaustive(&mut self) -> Step<()> {
         let mut all: Vec<usize> = self
             .p
             .clauses
@@ -278,7 +303,9 @@ impl Searcher<'_, '_> {
                 return Ok(());
             }
             if self.live(d) {
-                self.collect(d)?;
+                self.total += 1;
+                let score = self.score(d)?;
+                self.offer(d, score)?;
             }
             for &t in &all {
                 if let Some(c) = self.cursors[t].as_mut() {
@@ -289,121 +316,67 @@ impl Searcher<'_, '_> {
             }
         }
     }
-
-    #[inline]
-    fn live(&self, d: DocOrd) -> bool {
-        !self.seg.dead.is_some_and(|t| t.contains(d))
-            && self.seg.allowed.is_none_or(|a| a.contains(d))
-    }
-
-    fn phrases_match(&mut self, d: DocOrd) -> Step<bool> {
-        let p = self.p;
-        'phrase: for ph in &p.phrases {
-            'field: for f in 0..FIELD_COUNT {
-                for (i, &(t, _)) in ph.iter().enumerate() {
-                    let Some(c) = self.cursors[t].as_mut() else {
-                        return Ok(false);
-                    };
-                    if c.doc() != d || c.tfs()[f] == 0 {
-                        continue 'field;
-                    }
-                    c.positions(f, &mut self.bufs[i])?;
-                }
-                let (first, off0) = (&self.bufs[0], ph[0].1);
-                for &p0 in first {
-                    let Some(start) = p0.checked_sub(off0) else {
-                        continue;
-                    };
-                    let all = ph.iter().enumerate().skip(1).all(|(i, &(_, off))| {
-                        start
-                            .checked_add(off)
-                            .is_some_and(|want| self.bufs[i].binary_search(&want).is_ok())
-                    });
-                    if all {
-                        continue 'phrase;
-                    }
-                }
-            }
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
-    fn collect(&mut self, d: DocOrd) -> Step<()> {
-        self.total += 1;
-        let factors = self.p.norms.doc_factors(self.seg.reader.field_lens(d));
-        let mut score: Score = 0.0;
-        for (alts, _) in &self.p.clauses {
-            let mut best: Score = 0.0;
-            for &(t, w) in alts {
-                if let Some(c) = self.cursors[t].as_mut() {
-                    if c.seek(d)? == d {
-                        best = best.max(w * self.p.norms.score(self.p.idf[t], c.tfs(), factors));
-                    }
-                }
-            }
-            score += best;
-        }
-        if self.top.would_accept(score) {
-            let kbid = self.seg.reader.kbid(d)?;
-            self.top.push(Scored {
-                score,
-                key: (kbid, self.seg.index, d),
-            });
-        }
-        Ok(())
-    }
 }
 
 /// One `explain` part: `(clause, term index, field index, score)`.
 pub type Part = (u32, usize, usize, Score);
 
-/// Per-clause field masks and, with `explain`, the contributions of one hit, recomputed
-/// with fresh cursors.
+/// Per hit of one segment (`ords` ascending): per-clause field masks and, with `explain`,
+/// the contributions, recomputed with one fresh cursor per term walking forward.
 pub fn hit_details(
     p: &Prepared,
-    reader: &SegmentReader,
-    infos: &[Option<TermInfo>],
-    d: DocOrd,
+    seg: &SegmentView<'_>,
+    ords: &[DocOrd],
     explain: bool,
-) -> Result<(Vec<u8>, Vec<Part>)> {
-    let mut tfs: Vec<Option<[u32; FIELD_COUNT]>> = Vec::with_capacity(infos.len());
+) -> Result<Vec<(Vec<u8>, Vec<Part>)>> {
+    let (reader, infos) = (seg.reader, seg.infos);
+    let corrupt = |m: Malformed| reader.corrupt(m);
+    let mut cursors = Vec::with_capacity(infos.len());
     for info in infos {
-        let mut v = None;
-        if let Some(i) = info {
-            let mut c = reader.cursor(*i)?;
-            if c.seek(d).map_err(|m| reader.corrupt(m))? == d {
-                v = Some(c.tfs());
-            }
-        }
-        tfs.push(v);
+        cursors.push(match info {
+            Some(i) => Some(reader.cursor(*i)?),
+            None => None,
+        });
     }
-    let factors = p.norms.doc_factors(reader.field_lens(d));
-    let mut masks = Vec::with_capacity(p.clauses.len());
-    let mut parts = Vec::new();
-    for (ci, (alts, _)) in p.clauses.iter().enumerate() {
-        let mut mask = 0u8;
-        let mut best: Option<(Score, usize)> = None;
-        for &(t, w) in alts {
-            let Some(tf) = tfs[t] else { continue };
-            for (f, &n) in tf.iter().enumerate() {
-                if n > 0 {
-                    mask |= 1 << f;
+    let mut tfs: Vec<Option<[u32; FIELD_COUNT]>> = vec![None; infos.len()];
+    let mut out = Vec::with_capacity(ords.len());
+    for &d in ords {
+        for (slot, c) in tfs.iter_mut().zip(&mut cursors) {
+            *slot = None;
+            if let Some(c) = c {
+                if c.seek(d).map_err(corrupt)? == d {
+                    *slot = Some(c.tfs().map_err(corrupt)?);
                 }
             }
-            let s = w * p.norms.score(p.idf[t], tf, factors);
-            if best.is_none_or(|(b, _)| s > b) {
-                best = Some((s, t));
+        }
+        let factors = seg.factors.get(d as usize).copied().unwrap_or_default();
+        let mut masks = Vec::with_capacity(p.clauses.len());
+        let mut parts = Vec::new();
+        for (ci, (alts, _)) in p.clauses.iter().enumerate() {
+            let mut mask = 0u8;
+            let mut best: Option<(Score, usize)> = None;
+            for &(t, w) in alts {
+                let Some(tf) = tfs[t] else { continue };
+                for (f, &n) in tf.iter().enumerate() {
+                    if n > 0 {
+                        mask |= 1 << f;
+                    }
+                }
+                let s = w * p.norms.score(p.idf[t], tf, factors);
+                if best.is_none_or(|(b, _)| s > b) {
+                    best = Some((s, t));
+                }
+            }
+            masks.push(mask);
+            if let (true, Some((s, t))) = (explain, best) {
+                let tf = tfs[t].unwrap_or_default();
+                let shares = super::bm25f::field_shares(s, tf, factors);
+                for f in (0..FIELD_COUNT).filter(|&f| tf[f] > 0) {
+                    parts.push((ci as u32, t, f, shares[f]));
+                }
             }
         }
-        masks.push(mask);
-        if let (true, Some((s, t))) = (explain, best) {
-            let tf = tfs[t].unwrap_or_default();
-            let shares = super::bm25f::field_shares(s, tf, factors);
-            for f in (0..FIELD_COUNT).filter(|&f| tf[f] > 0) {
-                parts.push((ci as u32, t, f, shares[f]));
-            }
-        }
+        out.push((masks, parts));
     }
-    Ok((masks, parts))
+    Ok(out)
 }

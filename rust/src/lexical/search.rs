@@ -1,15 +1,22 @@
 //! Searching an [`Index`]: resolves corpus-wide statistics for the query's terms, runs
-//! every segment in parallel (rayon) on one snapshot, merges their top-k heaps, and
-//! computes per-hit details (matched fields, `explain`) for the final hits only.
+//! every segment on one snapshot (in parallel with rayon when the index is large enough to
+//! repay the hand-off), merges their top-k heaps, and computes per-hit details (matched
+//! fields, `explain`) for the final hits only, one cursor per term per segment.
 
 use rayon::prelude::*;
 
 use super::bm25f::FieldNorms;
-use super::query::{hit_details, search_segment, HitKey, Prepared, Query, SegmentView};
+use super::query::{
+    hit_details, search_segment, Evaluation, HitKey, Part, Prepared, Query, SegmentView,
+};
 use super::termdict::TermInfo;
 use super::topk::TopK;
-use super::{format_kbid, Index, Score, Tombstones, FIELD_NAMES};
+use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_NAMES};
 use crate::error::Result;
+
+/// Below this many docs in the snapshot, segments are searched on the calling thread: a
+/// rayon hand-off costs more than the whole search.
+const PARALLEL_MIN_DOCS: u64 = 200_000;
 
 /// One contribution to a hit's score (`explain`).
 #[derive(Debug, Clone, PartialEq)]
@@ -28,13 +35,28 @@ pub struct Hits {
     pub matched: Vec<Vec<u8>>,
     pub total: u64,
     pub explain: Option<Vec<Vec<Contribution>>>,
+    /// Per clause: the most it can add to a score (see [`Prepared::clause_bounds`]).
+    pub clause_bounds: Vec<Score>,
 }
 
 impl Index {
     /// BM25F top-`limit` over the current snapshot.
     pub fn search(&self, q: &Query) -> Result<Hits> {
+        self.run_search(q, Evaluation::Pruned)
+    }
+
+    /// The reference evaluation: scores every matching doc. Same results as [`search`];
+    /// kept for tests and benchmarks.
+    ///
+    /// [`search`]: Index::search
+    pub fn search_exhaustive(&self, q: &Query) -> Result<Hits> {
+        self.run_search(q, Evaluation::Exhaustive)
+    }
+
+    fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
         let snap = self.snapshot();
         let mut p = Prepared::new(q, FieldNorms::new(&q.params, &snap.stats))?;
+        let factors = snap.doc_factors(&p.norms);
         let mut infos: Vec<Vec<Option<TermInfo>>> = Vec::with_capacity(snap.segments.len());
         for s in &snap.segments {
             let dict = s.reader.termdict()?;
@@ -45,52 +67,84 @@ impl Index {
             infos.push(row.collect::<Result<_>>()?);
         }
         for t in 0..p.terms.len() {
-            let df: u64 = infos
+            p.df[t] = infos
                 .iter()
                 .filter_map(|row| row[t])
                 .map(|i| u64::from(i.df))
                 .sum();
-            p.idf[t] = snap.stats.idf(df);
+            p.idf[t] = snap.stats.idf(p.df[t]);
         }
-        let results = snap
-            .segments
-            .par_iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let allowed = match &q.allow {
-                    None => None,
-                    Some(kbids) => {
-                        let mut set = Tombstones::new(s.reader.doc_count());
-                        for k in kbids {
-                            if let Some(o) = s.reader.ord_of(k)? {
-                                set.insert(o);
-                            }
+        let one = |(i, s): (usize, &LoadedSegment)| {
+            let allowed = match &q.allow {
+                None => None,
+                Some(kbids) => {
+                    let mut set = Tombstones::new(s.reader.doc_count());
+                    for k in kbids {
+                        if let Some(o) = s.reader.ord_of(k)? {
+                            set.insert(o);
                         }
-                        Some(set)
                     }
-                };
-                let view = SegmentView {
-                    index: i as u32,
-                    reader: &s.reader,
-                    dead: s.dead.as_deref(),
-                    allowed: allowed.as_ref(),
-                    infos: &infos[i],
-                };
-                search_segment(&p, &view, q.limit)
-            })
-            .collect::<Result<Vec<_>>>()?;
+                    Some(set)
+                }
+            };
+            let view = SegmentView {
+                index: i as u32,
+                reader: &s.reader,
+                dead: s.dead.as_deref(),
+                allowed: allowed.as_ref(),
+                infos: &infos[i],
+                factors: &factors[i],
+            };
+            search_segment(&p, &view, q.limit, eval)
+        };
+        let results = if snap.segments.len() > 1 && snap.stats.docs >= PARALLEL_MIN_DOCS {
+            snap.segments
+                .par_iter()
+                .enumerate()
+                .map(one)
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            snap.segments
+                .iter()
+                .enumerate()
+                .map(one)
+                .collect::<Result<Vec<_>>>()?
+        };
         let mut top: TopK<HitKey> = TopK::new(q.limit);
-        let mut hits = Hits::default();
+        let mut hits = Hits {
+            clause_bounds: p.clause_bounds(),
+            ..Hits::default()
+        };
         for (t, n) in results {
             top.extend(t);
             hits.total += n;
         }
+        let ranked = top.into_sorted();
+        // Details per segment in ordinal order, so each term's cursor only moves forward.
+        let mut order: Vec<usize> = (0..ranked.len()).collect();
+        order.sort_unstable_by_key(|&i| (ranked[i].key.1, ranked[i].key.2));
+        let mut details: Vec<Option<(Vec<u8>, Vec<Part>)>> = vec![None; ranked.len()];
+        for run in order.chunk_by(|&a, &b| ranked[a].key.1 == ranked[b].key.1) {
+            let seg = ranked[run[0]].key.1 as usize;
+            let ords: Vec<_> = run.iter().map(|&i| ranked[i].key.2).collect();
+            let s = &snap.segments[seg];
+            let view = SegmentView {
+                index: seg as u32,
+                reader: &s.reader,
+                dead: None,
+                allowed: None,
+                infos: &infos[seg],
+                factors: &factors[seg],
+            };
+            let found = hit_details(&p, &view, &ords, q.explain)?;
+            for (&i, d) in run.iter().zip(found) {
+                details[i] = Some(d);
+            }
+        }
         let mut explain = Vec::new();
-        for item in top.into_sorted() {
-            let (kbid, seg, ord) = item.key;
-            let s = &snap.segments[seg as usize];
-            let (mask, parts) = hit_details(&p, &s.reader, &infos[seg as usize], ord, q.explain)?;
-            hits.kbids.push(format_kbid(&kbid));
+        for (item, d) in ranked.iter().zip(details) {
+            let (mask, parts) = d.unwrap_or_default();
+            hits.kbids.push(format_kbid(&item.key.0));
             hits.scores.push(item.score);
             hits.matched.push(mask);
             if q.explain {

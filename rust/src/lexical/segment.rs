@@ -301,7 +301,7 @@ impl SegmentReader {
             while c.doc() != super::postings::TERMINATED {
                 for f in 0..FIELD_COUNT {
                     c.positions(f, &mut buf).map_err(corrupt)?;
-                    if buf.len() != c.tfs()[f] as usize {
+                    if buf.len() != c.tfs().map_err(corrupt)?[f] as usize {
                         return Err(corrupt(Malformed("positions disagree with term frequency")));
                     }
                 }

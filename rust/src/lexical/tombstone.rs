@@ -55,6 +55,11 @@ impl Tombstones {
         }
     }
 
+    /// The bitset: bit `i % 64` of word `i / 64` is doc `i`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     pub fn count(&self) -> u32 {
         self.words.iter().map(|w| w.count_ones()).sum()
     }

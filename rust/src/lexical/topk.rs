@@ -50,6 +50,19 @@ impl<K: Ord> TopK<K> {
         }
     }
 
+    /// The score an item needs to enter once the heap is full (ties may enter, on key).
+    #[inline]
+    pub fn threshold(&self) -> Option<Score> {
+        if self.heap.len() < self.k {
+            return None;
+        }
+        self.heap.peek().map(|w| w.score)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.k
+    }
+
     /// Whether an item with this score could enter (cheap pre-check before building a key).
     #[inline]
     pub fn would_accept(&self, score: Score) -> bool {

@@ -117,8 +117,10 @@ impl PyIndex {
         clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
         k1 = 1.2, b = (0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0), explain = false
     ))]
-    #[pyo3(text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
-        allow=None, k1=1.2, b=(0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0), explain=False)")]
+    #[pyo3(
+        text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
+        allow=None, k1=1.2, b=(0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0), explain=False)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
@@ -200,6 +202,11 @@ impl PyHits {
     #[getter]
     fn total(&self) -> u64 {
         self.hits.total
+    }
+
+    #[getter]
+    fn clause_bounds(&self) -> Vec<f32> {
+        self.hits.clause_bounds.clone()
     }
 
     #[getter]

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::needless_range_loop)] // the reference reads like the formula
 
+pub mod scifact;
+
 use std::collections::HashMap;
 
 use kbdb_core::lexical::{Doc, Kbid};

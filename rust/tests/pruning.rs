@@ -1,0 +1,143 @@
+//! Dynamic pruning against the exhaustive reference: on random corpora (one or many
+//! segments, deletes, `allow` filters) and random queries (synonym alternatives, weights
+//! including 0, optional clauses, random BM25F parameters, limits from 0 up), `search`
+//! returns exactly what `search_exhaustive` does: kbids in order, score bits, `total`,
+//! matched masks and clause bounds.
+
+mod common;
+
+use common::{kbid, random_docs, Rng, WORDS};
+use kbdb_core::lexical::{Bm25fParams, Clause, Doc, Hits, Index, Kbid, Query};
+use proptest::prelude::*;
+
+const WEIGHTS: [f32; 5] = [1.0, 1.0, 0.6, 0.25, 0.0];
+
+fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
+    let clauses = (0..1 + rng.below(8))
+        .map(|_| Clause {
+            alternatives: (0..1 + rng.below(3) * rng.below(2))
+                .map(|_| {
+                    // A few words the corpus never uses.
+                    let word = if rng.below(12) == 0 {
+                        "nowhere"
+                    } else {
+                        WORDS[rng.below(WORDS.len())]
+                    };
+                    (word.to_string(), WEIGHTS[rng.below(WEIGHTS.len())])
+                })
+                .collect(),
+            required: rng.below(3) != 0,
+        })
+        .collect();
+    let unit = |rng: &mut Rng| rng.below(101) as f32 / 100.0;
+    let params = Bm25fParams {
+        k1: [0.0, 0.5, 1.2, 2.0][rng.below(4)],
+        b: [unit(rng), unit(rng), unit(rng)],
+        weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng)],
+    };
+    let allow = (rng.below(5) == 0).then(|| {
+        kbids
+            .iter()
+            .filter(|_| rng.below(3) != 0)
+            .copied()
+            .collect()
+    });
+    Query {
+        clauses,
+        require_all: rng.below(4) == 0,
+        limit: [0, 1, 2, 3, 5, 10, 30, 100][rng.below(8)],
+        allow,
+        params,
+        explain: rng.below(4) == 0,
+        ..Query::default()
+    }
+}
+
+fn assert_same(pruned: &Hits, exhaustive: &Hits, q: &Query) {
+    assert_eq!(pruned.kbids, exhaustive.kbids, "{q:?}");
+    let bits = |h: &Hits| h.scores.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(pruned), bits(exhaustive), "{q:?}");
+    assert_eq!(pruned.total, exhaustive.total, "{q:?}");
+    assert_eq!(pruned.matched, exhaustive.matched, "{q:?}");
+    assert_eq!(pruned.explain, exhaustive.explain, "{q:?}");
+    assert_eq!(pruned.clause_bounds, exhaustive.clause_bounds, "{q:?}");
+}
+
+/// Commits `docs` in `segments` batches, then deletes about `delete_pct`% of them.
+fn build(dir: &std::path::Path, docs: &[Doc], segments: usize, delete_pct: usize, rng: &mut Rng) {
+    let index = Index::open(dir, true).unwrap();
+    let per = docs.len().div_ceil(segments).max(1);
+    for (w, chunk) in docs.chunks(per).enumerate() {
+        index.commit(chunk, &[], w as u64 + 1).unwrap();
+    }
+    let gone: Vec<Kbid> = docs
+        .iter()
+        .filter(|_| rng.below(100) < delete_pct)
+        .map(|d| d.kbid)
+        .collect();
+    index.commit(&[], &gone, 100).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn pruned_equals_exhaustive(
+        seed in 1u64..u64::MAX,
+        n_docs in 1usize..700,
+        segments in 1usize..4,
+        delete_pct in prop::sample::select(vec![0usize, 0, 10, 50]),
+    ) {
+        let mut rng = Rng(seed);
+        let docs = random_docs(&mut rng, 0, n_docs);
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path(), &docs, segments, delete_pct, &mut rng);
+        let index = Index::open(dir.path(), false).unwrap();
+        let kbids: Vec<Kbid> = docs.iter().map(|d| d.kbid).collect();
+        for _ in 0..25 {
+            let q = random_query(&mut rng, &kbids);
+            assert_same(&index.search(&q).unwrap(), &index.search_exhaustive(&q).unwrap(), &q);
+        }
+    }
+}
+
+/// Many docs with the same score: the pruned top-k must break ties by kbid exactly as the
+/// exhaustive one does, although the threshold equals the candidates' scores.
+#[test]
+fn ties_at_the_threshold_are_broken_by_kbid() {
+    let docs: Vec<Doc> = (0..1_000u64)
+        .map(|i| Doc {
+            kbid: kbid(i),
+            fields: [
+                String::new(),
+                if i % 3 == 0 {
+                    "kernel socket".into()
+                } else {
+                    "kernel".into()
+                },
+                String::new(),
+            ],
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(dir.path(), true).unwrap();
+    index.commit(&docs[..500], &[], 1).unwrap();
+    index.commit(&docs[500..], &[], 2).unwrap();
+    for limit in [1, 7, 10, 100, 400] {
+        let q = Query {
+            clauses: ["kernel", "socket"]
+                .iter()
+                .map(|t| Clause {
+                    alternatives: vec![(t.to_string(), 1.0)],
+                    required: true,
+                })
+                .collect(),
+            require_all: false,
+            limit,
+            ..Query::default()
+        };
+        let hits = index.search(&q).unwrap();
+        assert_same(&hits, &index.search_exhaustive(&q).unwrap(), &q);
+        assert_eq!(hits.total, 1_000);
+    }
+}
