@@ -1,10 +1,19 @@
 """Confidence and the retrieval verdict (SPEC §4.3).
 
-``confidence`` maps a hit's BM25F score and its query coverage into [0, 1] with a logistic
-curve. The score is divided by the number of required query clauses so that long and short
-queries are comparable. The curve's two constants are fitted on SciFact (``benches/
-calibrate_confidence.py``) so that confidence approximates the probability that the hit
-is relevant; re-fit them whenever scoring changes.
+A lexical hit's ``confidence`` is a logistic function of two corpus-independent features:
+
+- **saturation**: its BM25F score divided by the sum of the query's clause bounds
+  (``Hits.clause_bounds``: per clause the largest weight × idf; BM25F saturates below idf,
+  so no score reaches the sum). It says how strongly the matched terms, weighted by their
+  rarity, are present, whatever the size of the knowledge base.
+- **coverage**: the fraction of required query words that matched.
+
+    confidence = σ(W0 + W_SAT · saturation + W_COV · coverage)
+
+The weights are fitted by logistic regression of "this hit is relevant" on the top-10 hits
+of the 300 SciFact test queries (``benches/calibrate_confidence.py``), so that confidence
+approximates the probability that the hit is relevant and means the same across queries.
+Re-fit them whenever scoring changes.
 """
 
 from __future__ import annotations
@@ -13,22 +22,20 @@ import math
 
 from kbdb.types import Verdict
 
-# Logistic fit of P(relevant | score per clause, coverage) on SciFact test queries.
-SCORE_SLOPE = 1.1
-SCORE_MIDPOINT = 2.2
+# Fitted by benches/calibrate_confidence.py on SciFact (see docs/search.md).
+W0 = -6.34
+W_SAT = 7.76
+W_COV = 2.39
 
 ANSWERED_AT = 0.5
 PARTIAL_AT = 0.15
 
 
-def confidence(score: float, clauses: int, coverage: float, relaxed: bool) -> float:
+def confidence(score: float, bound: float, coverage: float) -> float:
     """How strong a lexical match is, in [0, 1]."""
-    per_clause = score / max(clauses, 1)
-    p = 1.0 / (1.0 + math.exp(-SCORE_SLOPE * (per_clause - SCORE_MIDPOINT)))
-    p *= coverage
-    if relaxed:
-        p *= 0.8
-    return round(min(max(p, 0.0), 1.0), 4)
+    saturation = score / bound if bound > 0 else 0.0
+    z = W0 + W_SAT * min(saturation, 1.0) + W_COV * coverage
+    return round(1.0 / (1.0 + math.exp(-z)), 4)
 
 
 def verdict(top_confidence: float | None, relaxed: bool) -> Verdict:

@@ -96,7 +96,7 @@ def _hit(f: Fused, lex: Hit | None, required: int, mode: str, fusion: str) -> Hi
         coverage = min(covered / required, 1.0) if required else 1.0
         conf = max(
             conf,
-            lexical_confidence(lex.score / lex.boost, required, coverage, lex.relaxed),
+            lexical_confidence(lex.score / lex.boost, lex.bound, coverage),
         )
     extra: dict[str, object] = {
         "vector_rank": f.vector_rank,

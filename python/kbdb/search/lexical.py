@@ -67,6 +67,7 @@ class Hit:
     relaxed: bool = False
     explain: list[tuple[int, str, str, float]] | None = None
     boost: float = 1.0
+    bound: float = 0.0  # sum of the query's clause bounds: no lexical score reaches it
     lexical_score: float | None = None
     confidence: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -170,14 +171,18 @@ class LexicalSearcher:
         strict = self.index.search(
             parsed.clauses, phrases=parsed.phrases, require_all=True, **params
         )
-        hits = _hits(strict, relaxed=False)
+        hits = _hits(strict, relaxed=False, bound=sum(strict.clause_bounds))
         total = strict.total
         all_relaxed = False
         required = sum(1 for _, req in parsed.clauses if req)
         if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
             loose = self.index.search(parsed.clauses, require_all=False, **params)
             seen = {h.kbid for h in hits}
-            extra = [h for h in _hits(loose, relaxed=True) if h.kbid not in seen]
+            extra = [
+                h
+                for h in _hits(loose, relaxed=True, bound=sum(loose.clause_bounds))
+                if h.kbid not in seen
+            ]
             if not hits and extra:
                 all_relaxed = True
             hits.extend(extra)
@@ -225,7 +230,7 @@ class LexicalSearcher:
             else:
                 covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
                 coverage = covered / required if required else 1.0
-                conf = confidence(h.score / h.boost, required, coverage, h.relaxed)
+                conf = confidence(h.score / h.boost, h.bound, coverage)
             _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
             snippet = (
                 "" if row["type"].startswith("image/") else make_snippet(body, terms, self.analyzer)
@@ -255,10 +260,10 @@ class LexicalSearcher:
         return items
 
 
-def _hits(h: _core.Hits, *, relaxed: bool) -> list[Hit]:
+def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:
     ex = h.explain
     return [
-        Hit(k, s, m, relaxed, ex[i] if ex is not None else None, lexical_score=s)
+        Hit(k, s, m, relaxed, ex[i] if ex is not None else None, bound=bound, lexical_score=s)
         for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched, strict=True))
     ]
 
