@@ -65,8 +65,7 @@ demo: build ## learn the project's docs/ into .demo/ and run a few searches
 	$(KBDB) --db .demo --json search "supersession of sections" --limit 1
 
 bench: build ## side-by-side benchmarks against peers (installs peers into .venv)
-	$(PIP) install -q ".[bench]" --no-deps >/dev/null 2>&1 || true
-	$(PIP) install -q "bm25s>=0.2" "PyStemmer>=2.2" "tantivy>=0.22" "rank-bm25>=0.2" "numpy>=1.24"
+	$(PIP) install -q "bm25s>=0.2" "PyStemmer>=2.2" "tantivy>=0.22" "rank-bm25>=0.2" "faiss-cpu" "usearch"
 	$(PY) benches/run_all.py
 
 lint: build ## clippy, ruff, mypy, stubtest

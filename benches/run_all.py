@@ -19,6 +19,8 @@ SCRIPTS = {
     "quality": "bench_quality.py",
     "lexical_speed": "bench_lexical_speed.py",
     "learn": "bench_learn.py",
+    "vector_scan": "bench_vector_scan.py",
+    "embed": "bench_embed.py",
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 
