@@ -72,7 +72,7 @@ lint: build ## clippy, ruff, mypy, stubtest
 	cargo clippy --manifest-path rust/Cargo.toml --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/mypy python/kbdb
-	$(PY) -m mypy.stubtest kbdb._core --allowlist .stubtest-allowlist
+	$(PY) -m mypy.stubtest kbdb._core
 
 fmt: build ## cargo fmt and ruff format
 	cargo fmt --all

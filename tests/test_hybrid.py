@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.embedding.conftest import find_test_model
 
 import kbdb
 from kbdb.config import set_value
-from tests.embedding.conftest import find_test_model
 
 FACTS = {
     "db": "We chose Postgres because of JSONB support.",
