@@ -277,3 +277,11 @@ def test_learn_many_batches(kb: kbdb.KnowledgeBase) -> None:
     assert again.sections_added == 0
     with pytest.raises(InvalidArgumentError):
         kb.learn_many([kbdb.LearnItem("x", tags="notalist")])
+
+
+def test_snippet_comes_from_code_when_only_code_matches(kb: kbdb.KnowledgeBase) -> None:
+    body = "Intro words. " * 30
+    kb.learn(f"# Tool\n\n{body}\n\n```sh\nrun --frobnicate now\n```\n", docid="tool")
+    item = kb.search("frobnicate").items[0]
+    assert item.matched_fields == ("code",)
+    assert "frobnicate" in item.snippet

@@ -233,7 +233,9 @@ class LexicalSearcher:
                 conf = confidence(h.score / h.boost, h.bound, coverage)
             _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
             snippet = (
-                "" if row["type"].startswith("image/") else make_snippet(body, terms, self.analyzer)
+                ""
+                if row["type"].startswith("image/")
+                else make_snippet(body, terms, self.analyzer, fallback=row["content"])
             )
             items.append(
                 SearchItem(

@@ -12,13 +12,22 @@ ELLIPSIS = "…"
 
 
 def make_snippet(
-    text: str, terms: Collection[str], analyzer: _core.Analyzer, width: int = SNIPPET_CHARS
+    text: str,
+    terms: Collection[str],
+    analyzer: _core.Analyzer,
+    width: int = SNIPPET_CHARS,
+    *,
+    fallback: str | None = None,
 ) -> str:
-    """The best window of ``text`` for the analyzed ``terms`` (start of text if none match)."""
+    """The best window of ``text`` for the analyzed ``terms``. When none of them occurs in
+    ``text`` but ``fallback`` is given (the full content, code included), the window comes
+    from ``fallback``; otherwise it is the start of ``text``."""
     text = text.strip()
+    hits = [(s, e, t) for t, _, s, e in analyzer.tokens(text) if t in terms] if terms else []
+    if not hits and fallback is not None and terms:
+        return make_snippet(fallback, terms, analyzer, width)
     if len(text) <= width:
         return _squash(text)
-    hits = [(s, e, t) for t, _, s, e in analyzer.tokens(text) if t in terms] if terms else []
     if not hits:
         return _cut(text, 0, width)
     best_start, best_key = hits[0][0], (0, 0)
