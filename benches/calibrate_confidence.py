@@ -40,8 +40,9 @@ def table(p: np.ndarray, y: np.ndarray) -> list[tuple[str, int, float, float]]:
     for lo in np.arange(0, 1, 0.1):
         m = (p >= lo) & (p < lo + 0.1)
         if m.any():
-            rows.append((f"{lo:.1f}-{lo + 0.1:.1f}", int(m.sum()), float(p[m].mean()),
-                         float(y[m].mean())))
+            rows.append(
+                (f"{lo:.1f}-{lo + 0.1:.1f}", int(m.sum()), float(p[m].mean()), float(y[m].mean()))
+            )
     return rows
 
 
@@ -49,18 +50,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument(
+        "--db", type=Path, default=None, help="reuse a knowledge base holding the corpus"
+    )
     args = ap.parse_args()
     ds = load_beir(*dataset_paths(args.data))
     out: dict[str, object] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = str(args.db or tmp_dir)
         kb = kbdb.KnowledgeBase.init(tmp)
         if args.model:
-            from kbdb.config import set_value
+            from kbdb.eval import override_config
 
-            set_value(kb.path / "worker.toml", "embedding.model_path", str(args.model))
-            set_value(kb.path / "worker.toml", "embedding.provider", "onnx")
+            config = override_config(
+                kb.config,
+                {"embedding.model_path": str(args.model), "embedding.provider": "onnx"},
+            )
             kb.close()
-            kb = kbdb.KnowledgeBase.open(tmp)
+            kb = kbdb.KnowledgeBase.open(tmp, config=config)
         learn_corpus(kb, ds.corpus)
         searcher = kb._lexical()
         feats, labels, cos, cos_y = [], [], [], []
@@ -88,8 +95,11 @@ def main() -> None:
             cx, cy = np.array(cos), np.array(cos_y)
             wc = fit_logistic(cx, cy, steps=20000, lr=2.0)
             pc = 1 / (1 + np.exp(-(wc[0] + cx @ wc[1:])))
-            out["vector"] = {"COSINE_SLOPE": wc[1], "COSINE_MIDPOINT": -wc[0] / wc[1],
-                             "table": table(pc, cy)}
+            out["vector"] = {
+                "COSINE_SLOPE": wc[1],
+                "COSINE_MIDPOINT": -wc[0] / wc[1],
+                "table": table(pc, cy),
+            }
         kb.close()
     print(json.dumps(out, indent=2, default=float))
 
