@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::BufWriter;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::PoisonError;
@@ -43,6 +43,10 @@ pub fn compaction_threshold(record_count: u32) -> u64 {
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+/// `vectors.idx` is written in aligned chunks of this size (a multiple of 2 MiB), so that
+/// the page cache can hold it in huge folios that readers map with huge pages (see
+/// `file::prefer_huge_pages`).
+const WRITE_CHUNK_BYTES: usize = 4 << 20;
 
 /// A fully written, fsynced `vectors.idx` under a temporary name; [`Staged::publish`]
 /// renames it into place, dropping it unpublished removes it.
@@ -51,6 +55,31 @@ pub struct Staged {
     target: PathBuf,
     checksum: u32,
     published: bool,
+}
+
+/// Writes to `file` in chunks of exactly [`WRITE_CHUNK_BYTES`] (the last one shorter), so
+/// every write starts at an aligned offset.
+struct ChunkWriter {
+    file: File,
+    buf: Vec<u8>,
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len().min(WRITE_CHUNK_BYTES - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == WRITE_CHUNK_BYTES {
+            self.file.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
 }
 
 impl Staged {
@@ -78,20 +107,20 @@ impl Staged {
             checksum: 0,
             published: false,
         };
-        let mut w = RecordWriter::new(
-            BufWriter::with_capacity(1 << 20, file),
-            &staged.target,
-            dimensions,
-            count,
-        )?;
+        let chunks = ChunkWriter {
+            file,
+            buf: Vec::with_capacity(WRITE_CHUNK_BYTES),
+        };
+        let mut w = RecordWriter::new(chunks, &staged.target, dimensions, count)?;
         for (k, v) in records {
             w.push(k, v)?;
         }
-        let (buf, crc) = w.finish()?;
-        let file: File = buf
-            .into_inner()
-            .map_err(|e| Error::io(&staged.tmp, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&staged.tmp, e))?;
+        let (mut chunks, crc) = w.finish()?;
+        chunks.flush().map_err(|e| Error::io(&staged.tmp, e))?;
+        chunks
+            .file
+            .sync_all()
+            .map_err(|e| Error::io(&staged.tmp, e))?;
         staged.checksum = crc;
         Ok(staged)
     }
@@ -473,6 +502,24 @@ mod tests {
         assert_eq!(compaction_threshold(0), 1_024);
         assert_eq!(compaction_threshold(50_000), 5_000);
         assert_eq!(compaction_threshold(4_000_000), 10_000);
+    }
+
+    #[test]
+    fn chunk_writer_writes_every_byte_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut w = ChunkWriter {
+            file: File::create(&path).unwrap(),
+            buf: Vec::with_capacity(WRITE_CHUNK_BYTES),
+        };
+        let piece: Vec<u8> = (0..1_552u32).map(|i| (i % 251) as u8).collect();
+        let mut want = Vec::new();
+        for _ in 0..(WRITE_CHUNK_BYTES * 2 / piece.len() + 3) {
+            w.write_all(&piece).unwrap();
+            want.extend_from_slice(&piece);
+        }
+        w.flush().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
     }
 
     #[test]
