@@ -260,51 +260,9 @@ def render_learn(report: LearnReport) -> None:
 
 
 @contextmanager
-def learn_progress(enabled: bool) -> Iterator[Any]:
-    """A progress callback for ``learn_path``: a bar with files/s and time left on stderr when
-    ``enabled`` (a terminal, no --quiet/--json), else None (no counting pass either)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("learning"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} files/s"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[sections]} sections", style="dim"),
-    )
-    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
-        task = bar.add_task("learn", total=None, rate="-", sections=0)
-
-        def update(p: LearnProgress) -> None:
-            speed = bar.tasks[0].speed
-            bar.update(
-                task,
-                completed=p.files_done,
-                total=p.files_total,
-                sections=p.sections,
-                rate=f"{speed:.0f}" if speed else "-",
-            )
-
-        yield update
-
-
-@contextmanager
-def count_progress(enabled: bool, label: str, unit: str) -> Iterator[Any]:
-    """A ``(done, total)`` progress callback drawing a bar with ``unit``/s and time left on
-    stderr when ``enabled``, else None."""
-    if not enabled:
-        yield None
-        return
+def _bar(label: str, *fields: str) -> Iterator[Any]:
+    """A transient rich progress bar on stderr: ``label``, the bar, done/total, then one
+    text column per ``fields`` template, then the time left."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -317,14 +275,51 @@ def count_progress(enabled: bool, label: str, unit: str) -> Iterator[Any]:
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]} " + unit + "/s"),
+        *(TextColumn(f) for f in fields),
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        yield bar
+
+
+def _rate(bar: Any) -> str:
+    speed = bar.tasks[0].speed
+    return f"{speed:.0f}" if speed else "-"
+
+
+@contextmanager
+def learn_progress(enabled: bool) -> Iterator[Any]:
+    """A progress callback for ``learn_path``: a bar with files/s and time left on stderr when
+    ``enabled`` (a terminal, no --quiet/--json), else None (no counting pass either)."""
+    if not enabled:
+        yield None
+        return
+    with _bar("learning", "{task.fields[rate]} files/s", "{task.fields[sections]} sections") as bar:
+        task = bar.add_task("learn", total=None, rate="-", sections=0)
+
+        def update(p: LearnProgress) -> None:
+            bar.update(
+                task,
+                completed=p.files_done,
+                total=p.files_total,
+                sections=p.sections,
+                rate=_rate(bar),
+            )
+
+        yield update
+
+
+@contextmanager
+def count_progress(enabled: bool, label: str, unit: str) -> Iterator[Any]:
+    """A ``(done, total)`` progress callback drawing a bar with ``unit``/s and time left on
+    stderr when ``enabled``, else None."""
+    if not enabled:
+        yield None
+        return
+    with _bar(label, "{task.fields[rate]} " + unit + "/s") as bar:
         task = bar.add_task(label, total=None, rate="-")
 
         def update(done: int, total: int) -> None:
-            speed = bar.tasks[0].speed
-            bar.update(task, completed=done, total=total, rate=f"{speed:.0f}" if speed else "-")
+            bar.update(task, completed=done, total=total, rate=_rate(bar))
 
         yield update
