@@ -57,7 +57,6 @@ CONFIG_NAME = "worker.toml"
 INDEX_DIR = "indexes"
 LOCK_NAME = "write.lock"
 MAX_LIMIT = 100
-_MODE_ALIASES = {"lexical": "lexical", "vector": "vector", "hybrid": "hybrid"}
 
 __all__ = ["KnowledgeBase", "LearnItem", "LearnProgress"]
 
