@@ -4,6 +4,9 @@ classes, GIL-free concurrent searches. The engine's semantics are tested in Rust
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -141,3 +144,29 @@ def test_concurrent_searches_release_the_gil(index: VectorIndex) -> None:
     for t in threads:
         t.join()
     assert got == want
+
+
+def test_forced_scalar_kernel_ranks_alike(index: VectorIndex, tmp_path: Path) -> None:
+    """KBDB_VECTOR_KERNEL=scalar (read once per process) gives the same ranking."""
+    rng = np.random.default_rng(5)
+    x = unit(rng, 300)
+    ids = [kbid(i) for i in range(300)]
+    index.write(ids, x, model_name="m", watermark=1)
+    q = unit(rng, 1)[0]
+    script = (
+        "import sys, numpy as np\n"
+        "from kbdb._core import VectorIndex\n"
+        "vi = VectorIndex.open(sys.argv[1])\n"
+        "q = np.frombuffer(bytes.fromhex(sys.argv[2]), np.float32)\n"
+        "print(VectorIndex.kernel(), *vi.search(q, limit=10)[0])\n"
+    )
+    env = {**os.environ, "KBDB_VECTOR_KERNEL": "scalar"}
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path), q.tobytes().hex()],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out[0] == "scalar"
+    assert out[1:] == index.search(q, limit=10)[0]
