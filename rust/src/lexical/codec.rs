@@ -1,5 +1,5 @@
-//! Byte-level encoding shared by the segment sections: LEB128 varints and a bounds-checked
-//! little-endian reader.
+//! Byte-level encoding shared by the segment sections: LEB128 varints, bit-packed u32 runs
+//! and a bounds-checked little-endian reader.
 //!
 //! Every read goes through [`ByteReader`], which returns `None` instead of reading past the
 //! end; callers turn `None` into [`crate::Error::Corrupt`] with the file's path. This is the
@@ -31,10 +31,6 @@ impl<'a> ByteReader<'a> {
         self.pos
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pos >= self.bytes.len()
-    }
-
     /// Reads one LEB128 varint of at most 5 bytes that fits in a u32.
     #[inline]
     pub fn varint(&mut self) -> Option<u32> {
@@ -63,6 +59,109 @@ impl<'a> ByteReader<'a> {
             }
         }
         Some(())
+    }
+}
+
+/// Bits needed for the largest of `values` (0 when all are 0).
+pub fn bit_width(values: impl Iterator<Item = u32>) -> u32 {
+    32 - values.fold(0, |a, v| a | v).leading_zeros()
+}
+
+/// Bytes that `n` values of `width` bits take packed.
+#[inline]
+pub fn packed_len(n: usize, width: u32) -> usize {
+    (n * width as usize).div_ceil(8)
+}
+
+/// Appends `values` as `width`-bit fields, least significant bit first, padded to a byte.
+/// Every value must fit in `width` bits.
+pub fn pack(values: impl Iterator<Item = u32>, width: u32, out: &mut Vec<u8>) {
+    let (mut acc, mut bits) = (0u64, 0u32);
+    for v in values {
+        debug_assert!(
+            width == 32 || v >> width == 0,
+            "{v} does not fit in {width} bits"
+        );
+        acc |= u64::from(v) << bits;
+        bits += width;
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    if bits > 0 {
+        out.push(acc as u8);
+    }
+}
+
+/// Fills `out` from `width`-bit fields packed by [`pack`]; `None` if `bytes` is shorter than
+/// [`packed_len`]. `bytes` may run past the packed values: the spare bytes let whole groups
+/// of 8 values be read as 8-byte windows.
+#[inline]
+pub fn unpack(bytes: &[u8], width: u32, out: &mut [u32]) -> Option<()> {
+    if width > 32 || bytes.len() < packed_len(out.len(), width) {
+        return None;
+    }
+    macro_rules! by_width {
+        ($($w:literal)*) => {
+            match width {
+                $($w => unpack_fixed::<$w>(bytes, out),)*
+                _ => out.fill(0),
+            }
+        };
+    }
+    by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
+        31 32);
+    Some(())
+}
+
+/// Value `index` of a run packed by [`pack`], or `None` past the end of `bytes`.
+#[inline]
+pub fn read_packed(bytes: &[u8], index: usize, width: u32) -> Option<u32> {
+    if width == 0 {
+        return Some(0);
+    }
+    if width > 32 {
+        return None;
+    }
+    let bit = index * width as usize;
+    let last = (bit + width as usize - 1) / 8;
+    bytes.get(last)?;
+    let mut word = 0u64;
+    for (k, &b) in bytes[bit / 8..=last].iter().enumerate() {
+        word |= u64::from(b) << (8 * k);
+    }
+    Some(((word >> (bit % 8)) & ((1u64 << width) - 1)) as u32)
+}
+
+/// [`unpack`] for one width, so that every shift and offset is a constant. The caller
+/// checked that `bytes` holds `packed_len(out.len(), W)` bytes.
+#[inline(always)]
+fn unpack_fixed<const W: usize>(bytes: &[u8], out: &mut [u32]) {
+    let mask = (1u64 << W) - 1;
+    let mut i = 0;
+    // Eight values take exactly W bytes; their 8-byte windows end within W + 8 bytes.
+    while i + 8 <= out.len() {
+        let Some(group) = bytes.get(i / 8 * W..i / 8 * W + W + 8) else {
+            break;
+        };
+        let dst = &mut out[i..i + 8];
+        for (j, o) in dst.iter_mut().enumerate() {
+            let bit = j * W;
+            let mut window = [0u8; 8];
+            window.copy_from_slice(&group[bit / 8..bit / 8 + 8]);
+            *o = ((u64::from_le_bytes(window) >> (bit % 8)) & mask) as u32;
+        }
+        i += 8;
+    }
+    for (k, o) in out.iter_mut().enumerate().skip(i) {
+        let bit = k * W;
+        let mut word = 0u64;
+        for (b, &byte) in bytes[bit / 8..].iter().take(5).enumerate() {
+            word |= u64::from(byte) << (8 * b);
+        }
+        *o = ((word >> (bit % 8)) & mask) as u32;
     }
 }
 
@@ -105,11 +204,49 @@ mod tests {
         for v in vals {
             assert_eq!(r.varint(), Some(v));
         }
-        assert!(r.is_empty());
+        assert_eq!(r.pos(), buf.len());
         assert_eq!(r.varint(), None);
         let mut r = ByteReader::new(&buf);
         r.skip_varints(6).unwrap();
         assert_eq!(r.varint(), Some(u32::MAX));
+    }
+
+    #[test]
+    fn packing_round_trips_at_every_width() {
+        for width in 0..=32u32 {
+            for n in [0usize, 1, 7, 8, 9, 63, 128] {
+                let max = if width == 0 {
+                    0
+                } else {
+                    u32::MAX >> (32 - width)
+                };
+                let vals: Vec<u32> = (0..n as u32)
+                    .map(|i| i.wrapping_mul(2_654_435_761) & max)
+                    .collect();
+                assert!(bit_width(vals.iter().copied()) <= width);
+                let mut buf = Vec::new();
+                pack(vals.iter().copied(), width, &mut buf);
+                assert_eq!(buf.len(), packed_len(n, width));
+                let mut out = vec![u32::MAX; n];
+                unpack(&buf, width, &mut out).unwrap();
+                assert_eq!(out, vals, "width {width}, n {n}");
+                // Spare bytes after the run (the next run's) must not leak into values.
+                let mut padded = buf.clone();
+                padded.extend_from_slice(&[0xa5; 9]);
+                unpack(&padded, width, &mut out).unwrap();
+                assert_eq!(out, vals, "width {width}, n {n}, padded");
+                for (i, &v) in vals.iter().enumerate() {
+                    assert_eq!(read_packed(&padded, i, width), Some(v));
+                    assert_eq!(read_packed(&buf, i, width), Some(v));
+                }
+                if !buf.is_empty() {
+                    assert_eq!(unpack(&buf[..buf.len() - 1], width, &mut out), None);
+                    assert_eq!(read_packed(&buf[..buf.len() - 1], n - 1, width), None);
+                }
+            }
+        }
+        assert_eq!(bit_width([0, 1, 5].into_iter()), 3);
+        assert_eq!(bit_width([].into_iter()), 0);
     }
 
     #[test]

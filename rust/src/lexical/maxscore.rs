@@ -27,12 +27,15 @@
 //! score has the same bits. Non-essential clauses use their own cursors, because an
 //! essential clause may have consumed the same term's postings past the candidate.
 //!
-//! `total` stays exact: [`count_union`](SegmentSearch::count_union) counts the union of
-//! every present term's doc ordinals (decoded without frequencies) minus dead and filtered
-//! docs.
+//! `total` stays exact: every doc a window's essential terms visit is marked in a bitset,
+//! and every cursor is drained at the end (doc ordinals only, no frequencies or scores), so
+//! each block is decoded once whether it was scored or skipped; the count is the bitset's
+//! live docs.
+
+use std::cell::RefCell;
 
 use super::postings::PostingsCursor;
-use super::query::{SegmentSearch, Step};
+use super::query::{field_mask, SegmentSearch, Step};
 use super::{DocOrd, Score};
 
 /// Floats in the per-window row table at most.
@@ -73,8 +76,9 @@ struct Plan {
     terms: Vec<(usize, usize, usize)>,
     /// `(column, weight)`: where a term's score goes (a term may serve several clauses).
     targets: Vec<(usize, Score)>,
-    /// Present clauses in query order, for summing a survivor's score.
-    order: Vec<Source>,
+    /// Present clauses in query order (with their query index), for summing a survivor's
+    /// score and gathering its masks.
+    order: Vec<(usize, Source)>,
 }
 
 impl Plan {
@@ -142,9 +146,11 @@ impl Plan {
         let mut column = 0;
         for i in by_query {
             if i < self.ne {
-                self.order.push(Source::NonEssential(i));
+                self.order
+                    .push((self.clauses[i].clause, Source::NonEssential(i)));
             } else {
-                self.order.push(Source::Essential(column));
+                self.order
+                    .push((self.clauses[i].clause, Source::Essential(column)));
                 uses.extend(self.clauses[i].alts.iter().map(|&(t, w)| (t, column, w)));
                 column += 1;
             }
@@ -161,91 +167,208 @@ impl Plan {
     }
 }
 
-/// Reused buffers of one segment's evaluation.
-struct Scratch<'s> {
-    /// Per touched doc of the window: one value per essential clause.
-    rows: Vec<Score>,
+/// The window's rows: per touched doc, one value and one field mask per essential clause.
+struct Rows<'b> {
+    values: &'b mut [Score],
+    masks: &'b mut [u8],
     /// Bitset of the window's touched docs.
-    touched: Vec<u64>,
-    seek: Seekers<'s>,
+    touched: &'b mut [u64],
 }
 
 /// The non-essential side of a candidate's evaluation.
 struct Seekers<'s> {
-    /// Per sorted clause: its value in the current candidate, once evaluated.
+    /// Per sorted clause: its value and field mask in the current candidate, once
+    /// evaluated.
     values: Vec<Score>,
+    masks: Vec<u8>,
     /// Per term: the cursor that non-essential clauses seek to candidates.
     cursors: Vec<Option<PostingsCursor<'s>>>,
 }
 
+/// Every doc any present term contains (dead and filtered ones too, until `count`): a
+/// bitset, or a list when the postings are few next to the segment's size.
+enum Matches<'b> {
+    Bits(&'b mut Vec<u64>),
+    List(&'b mut Vec<DocOrd>),
+}
+
+impl Matches<'_> {
+    #[inline]
+    fn insert(&mut self, d: DocOrd) {
+        self.extend(&[d]);
+    }
+
+    #[inline]
+    fn extend(&mut self, docs: &[DocOrd]) {
+        match self {
+            Matches::Bits(bits) => {
+                for &d in docs {
+                    if let Some(w) = bits.get_mut(d as usize / 64) {
+                        *w |= 1 << (d % 64);
+                    }
+                }
+            }
+            Matches::List(list) => list.extend_from_slice(docs),
+        }
+    }
+
+    /// Live docs among them.
+    fn count(self, s: &SegmentSearch<'_, '_>) -> u64 {
+        match self {
+            Matches::List(list) => {
+                list.sort_unstable();
+                list.dedup();
+                list.iter().filter(|&&d| s.live(d)).count() as u64
+            }
+            Matches::Bits(bits) => {
+                if let Some(dead) = s.seg.dead {
+                    bits.iter_mut()
+                        .zip(dead.words())
+                        .for_each(|(w, x)| *w &= !x);
+                }
+                if let Some(allowed) = s.seg.allowed {
+                    bits.iter_mut()
+                        .zip(allowed.words())
+                        .for_each(|(w, x)| *w &= x);
+                }
+                bits.iter().map(|w| u64::from(w.count_ones())).sum()
+            }
+        }
+    }
+}
+
+/// Buffers reused across queries on one thread (evaluations never nest).
+#[derive(Default)]
+struct Buffers {
+    rows: Vec<Score>,
+    row_masks: Vec<u8>,
+    touched: Vec<u64>,
+    bits: Vec<u64>,
+    list: Vec<DocOrd>,
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::default();
+}
+
 impl<'s> SegmentSearch<'_, 's> {
     pub(super) fn run_maxscore(&mut self) -> Step<()> {
-        self.total = self.count_union()?;
-        if self.top.capacity() == 0 {
-            return Ok(());
-        }
-        let mut plan = Plan::new(self);
-        let m = plan.clauses.len();
-        if m == 0 {
-            return Ok(());
-        }
-        let max_width = ((ROW_TABLE / m) as u32).clamp(64, MAX_WINDOW);
-        let mut scratch = Scratch {
-            rows: vec![0.0; max_width as usize * m],
-            touched: vec![0; max_width.div_ceil(64) as usize],
-            seek: Seekers {
-                values: vec![0.0; m],
-                cursors: (0..self.cursors.len()).map(|_| None).collect(),
-            },
-        };
+        let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        let run = self.maxscore(&mut bufs);
+        BUFFERS.with(|b| *b.borrow_mut() = bufs);
+        run
+    }
+
+    fn maxscore(&mut self, bufs: &mut Buffers) -> Step<()> {
         let n = self.seg.reader.doc_count();
-        let (mut lo, mut width) = (0, FIRST_WINDOW.min(max_width));
-        while lo < n && plan.raise(self.top.threshold()) {
-            let hi = lo.saturating_add(width).min(n);
-            self.window(lo, hi, &plan, &mut scratch)?;
-            lo = hi;
-            width = (width * 2).min(max_width);
+        let words = (n as usize).div_ceil(64);
+        let df_sum: u64 = self
+            .cursors
+            .iter()
+            .flatten()
+            .map(|c| u64::from(c.df()))
+            .sum();
+        let mut matches = if df_sum < (words / 8) as u64 {
+            bufs.list.clear();
+            Matches::List(&mut bufs.list)
+        } else {
+            bufs.bits.clear();
+            bufs.bits.resize(words, 0);
+            Matches::Bits(&mut bufs.bits)
+        };
+        let plan = Plan::new(self);
+        let m = plan.clauses.len();
+        if self.top.capacity() > 0 && m > 0 {
+            let max_width = ((ROW_TABLE / m) as u32).clamp(64, MAX_WINDOW);
+            let cells = max_width as usize * m;
+            if bufs.rows.len() < cells {
+                bufs.rows.resize(cells, 0.0);
+                bufs.row_masks.resize(cells, 0);
+            }
+            bufs.touched.resize(max_width.div_ceil(64) as usize, 0);
+            let mut rows = Rows {
+                values: &mut bufs.rows,
+                masks: &mut bufs.row_masks,
+                touched: &mut bufs.touched,
+            };
+            let mut seek = Seekers {
+                values: vec![0.0; m],
+                masks: vec![0; m],
+                cursors: (0..self.cursors.len()).map(|_| None).collect(),
+            };
+            let mut plan = plan;
+            let (mut lo, mut width) = (0, FIRST_WINDOW.min(max_width));
+            while lo < n && plan.raise(self.top.threshold()) {
+                let hi = lo.saturating_add(width).min(n);
+                self.window(lo, hi, &plan, &mut rows, &mut seek, &mut matches)?;
+                lo = hi;
+                width = (width * 2).min(max_width);
+            }
         }
+        // Whatever the windows did not visit (all of it when nothing is ranked) still counts.
+        for c in self.cursors.iter_mut().flatten() {
+            c.drain_blocks(|docs| matches.extend(docs))?;
+        }
+        self.total = matches.count(self);
         Ok(())
     }
 
-    fn window(&mut self, lo: DocOrd, hi: DocOrd, plan: &Plan, sc: &mut Scratch<'s>) -> Step<()> {
+    /// Scores window `[lo, hi)`: its essential clauses term at a time, then its candidates.
+    fn window(
+        &mut self,
+        lo: DocOrd,
+        hi: DocOrd,
+        plan: &Plan,
+        rows: &mut Rows<'_>,
+        seek: &mut Seekers<'s>,
+        matches: &mut Matches<'_>,
+    ) -> Step<()> {
         let p = self.p;
         let me = plan.essential;
         let words = ((hi - lo) as usize).div_ceil(64);
-        sc.touched[..words].fill(0);
+        rows.touched[..words].fill(0);
         for &(t, a, b) in &plan.terms {
             let Some(cur) = self.cursors[t].as_mut() else {
                 continue;
             };
             let targets = &plan.targets[a..b];
-            let mut d = cur.doc();
-            while d < hi {
-                let i = (d - lo) as usize;
-                let (word, bit) = (i / 64, 1u64 << (i % 64));
-                let row = &mut sc.rows[i * me..(i + 1) * me];
-                if sc.touched[word] & bit == 0 {
-                    sc.touched[word] |= bit;
-                    row.fill(0.0);
+            let idf = p.idf[t];
+            while cur.doc() < hi {
+                let block = cur.block()?;
+                let n = block.docs.partition_point(|&d| d < hi);
+                for (j, &d) in block.docs[..n].iter().enumerate() {
+                    let i = (d - lo) as usize;
+                    let (word, bit) = (i / 64, 1u64 << (i % 64));
+                    let row = &mut rows.values[i * me..(i + 1) * me];
+                    let row_masks = &mut rows.masks[i * me..(i + 1) * me];
+                    if rows.touched[word] & bit == 0 {
+                        rows.touched[word] |= bit;
+                        row.fill(0.0);
+                        row_masks.fill(0);
+                        matches.insert(d);
+                    }
+                    let tfs = block.tfs(j);
+                    let factors = self.seg.factors.get(d as usize).copied();
+                    let s = p.norms.score(idf, tfs, factors.unwrap_or_default());
+                    let mask = field_mask(tfs);
+                    for &(k, w) in targets {
+                        row[k] = row[k].max(w * s);
+                        row_masks[k] |= mask;
+                    }
                 }
-                let factors = self.seg.factors.get(d as usize).copied();
-                let s = p
-                    .norms
-                    .score(p.idf[t], cur.tfs()?, factors.unwrap_or_default());
-                for &(k, w) in targets {
-                    row[k] = row[k].max(w * s);
-                }
-                d = cur.advance()?;
+                cur.skip_in_block(n)?;
             }
         }
         for word in 0..words {
-            let mut bits = sc.touched[word];
+            let mut bits = rows.touched[word];
             while bits != 0 {
                 let i = word * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let d = lo + i as DocOrd;
                 if self.live(d) {
-                    self.candidate(d, &sc.rows[i * me..(i + 1) * me], plan, &mut sc.seek)?;
+                    let cells = i * me..(i + 1) * me;
+                    let row = (&rows.values[cells.clone()], &rows.masks[cells]);
+                    self.candidate(d, row, plan, seek)?;
                 }
             }
         }
@@ -257,7 +380,7 @@ impl<'s> SegmentSearch<'_, 's> {
     fn candidate(
         &mut self,
         d: DocOrd,
-        row: &[Score],
+        (row, row_masks): (&[Score], &[u8]),
         plan: &Plan,
         seek: &mut Seekers<'s>,
     ) -> Step<()> {
@@ -268,87 +391,42 @@ impl<'s> SegmentSearch<'_, 's> {
             if plan.below(partial + plan.prefix[j + 1], theta) {
                 return Ok(());
             }
-            let mut best: Score = 0.0;
+            let (mut best, mut mask): (Score, u8) = (0.0, 0);
             for &(t, w) in &plan.clauses[j].alts {
                 if seek.cursors[t].is_none() {
                     if let Some(info) = self.seg.infos[t] {
-                        seek.cursors[t] = Some(self.seg.reader.cursor(info)?);
+                        seek.cursors[t] = Some(self.seg.reader.cursor_at(info, d)?);
                     }
                 }
                 if let Some(cur) = seek.cursors[t].as_mut() {
                     if cur.seek(d)? == d {
-                        let s = p.norms.score(p.idf[t], cur.tfs()?, self.factors(d));
-                        best = best.max(w * s);
+                        let tfs = cur.tfs()?;
+                        mask |= field_mask(tfs);
+                        best = best.max(w * p.norms.score(p.idf[t], tfs, self.factors(d)));
                     }
                 }
             }
             seek.values[j] = best;
+            seek.masks[j] = mask;
             partial += best;
         }
         let mut score: Score = 0.0;
-        for &src in &plan.order {
+        for &(_, src) in &plan.order {
             score += match src {
                 Source::Essential(k) => row[k],
                 Source::NonEssential(j) => seek.values[j],
             };
         }
+        if !self.top.would_accept(score) {
+            return Ok(());
+        }
+        self.doc_masks.fill(0);
+        for &(c, src) in &plan.order {
+            self.doc_masks[c] = match src {
+                Source::Essential(k) => row_masks[k],
+                Source::NonEssential(j) => seek.masks[j],
+            };
+        }
         self.offer(d, score)
-    }
-
-    /// Live docs containing any present term of any clause.
-    pub(super) fn count_union(&self) -> Step<u64> {
-        let seg = self.seg;
-        let mut terms: Vec<usize> = self
-            .p
-            .clauses
-            .iter()
-            .flat_map(|c| c.0.iter().map(|a| a.0))
-            .filter(|&t| seg.infos[t].is_some())
-            .collect();
-        terms.sort_unstable();
-        terms.dedup();
-        let unfiltered = seg.dead.is_none() && seg.allowed.is_none();
-        let df_sum: u64 = terms
-            .iter()
-            .filter_map(|&t| seg.infos[t])
-            .map(|i| u64::from(i.df))
-            .sum();
-        if unfiltered && terms.len() <= 1 {
-            return Ok(df_sum);
-        }
-        let words = (seg.reader.doc_count() as usize).div_ceil(64);
-        if df_sum < (words / 8) as u64 {
-            // Few postings: sorting them beats clearing a bitset.
-            let mut docs = Vec::with_capacity(df_sum as usize);
-            for &t in &terms {
-                if let Some(info) = seg.infos[t] {
-                    seg.reader.cursor(info)?.drain_docs(|d| docs.push(d))?;
-                }
-            }
-            docs.sort_unstable();
-            docs.dedup();
-            return Ok(docs.iter().filter(|&&d| self.live(d)).count() as u64);
-        }
-        let mut bits = vec![0u64; words];
-        for &t in &terms {
-            if let Some(info) = seg.infos[t] {
-                seg.reader.cursor(info)?.drain_docs(|d| {
-                    if let Some(w) = bits.get_mut(d as usize / 64) {
-                        *w |= 1 << (d % 64);
-                    }
-                })?;
-            }
-        }
-        if let Some(dead) = seg.dead {
-            bits.iter_mut()
-                .zip(dead.words())
-                .for_each(|(w, x)| *w &= !x);
-        }
-        if let Some(allowed) = seg.allowed {
-            bits.iter_mut()
-                .zip(allowed.words())
-                .for_each(|(w, x)| *w &= x);
-        }
-        Ok(bits.iter().map(|w| u64::from(w.count_ones())).sum())
     }
 }

@@ -66,7 +66,7 @@ pub const FIELD_CODE: u8 = 4;
 pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code"];
 
 /// Format versions; bump on any byte-layout change.
-pub const SEGMENT_FORMAT_VERSION: u32 = 2;
+pub const SEGMENT_FORMAT_VERSION: u32 = 3;
 pub const TOMBSTONE_FORMAT_VERSION: u32 = 1;
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 

@@ -5,14 +5,20 @@
 //!
 //! ```text
 //! skip table   n_blocks × { last_doc u32, block_end u32, positions_end u32 }   (LE)
-//! blocks       per block: first per doc varint(doc − previous doc), then per doc
-//!              varint(tf heading), varint(tf body), varint(tf code); "previous doc" of a
-//!              block's first doc is the previous block's last_doc (0 for block 0, whose
-//!              first delta is the doc itself)
+//! blocks       per block of n docs:
+//!                u8 doc_bits, u8 tf_bits[3]          bit widths (0–32)
+//!                doc deltas    n × doc_bits bits      packed LSB first, padded to a byte
+//!                tf heading    n × tf_bits[0] bits    likewise
+//!                tf body       n × tf_bits[1] bits
+//!                tf code       n × tf_bits[2] bits
 //! ```
 //!
-//! Doc ordinals come before the frequencies so that seeking and counting decode one varint
-//! per doc (format version 2; version 1 interleaved them).
+//! A doc delta is `doc − previous doc`; "previous doc" of a block's first doc is the
+//! previous block's last_doc (0 for block 0, whose first delta is the doc itself). Fixed
+//! widths make decoding a tight loop without branches per value, and let the reader find
+//! each run from the header alone: seeking and counting unpack doc deltas only, frequencies
+//! are unpacked on first use, and a field absent from a block costs nothing (width 0).
+//! Format version 3; version 1 interleaved varints, version 2 put varint doc deltas first.
 //!
 //! `n_blocks = ceil(df / BLOCK_LEN)`; `block_end` is relative to the first byte after the
 //! skip table, `positions_end` to the term's first positions byte. Positions (at
@@ -24,13 +30,17 @@
 //! which checks every offset, ordinal and varint and reports [`Malformed`] instead of
 //! panicking.
 
-use super::codec::{u32_at, write_varint, ByteReader};
+use super::codec::{
+    bit_width, pack, packed_len, read_packed, u32_at, unpack, write_varint, ByteReader,
+};
 use super::{DocOrd, FIELD_COUNT};
 
 /// Docs per postings block.
 pub const BLOCK_LEN: usize = 128;
 /// Bytes per skip-table entry.
 pub const SKIP_ENTRY_BYTES: usize = 12;
+/// Bytes of a block's header: the bit widths.
+const BLOCK_HEADER: usize = 1 + FIELD_COUNT;
 /// `doc()` of an exhausted cursor.
 pub const TERMINATED: DocOrd = DocOrd::MAX;
 
@@ -81,14 +91,26 @@ pub fn serialize_term(
     let mut pos_i = 0usize;
     let mut scratch = Vec::new();
     for (b, chunk) in p.docs.chunks(BLOCK_LEN).enumerate() {
-        for &doc in chunk {
-            write_varint(postings, doc - prev);
-            prev = doc;
-        }
         let first = b * BLOCK_LEN;
-        for tfs in &p.tfs[first..first + chunk.len()] {
-            for &tf in tfs {
-                write_varint(postings, tf);
+        let tfs = &p.tfs[first..first + chunk.len()];
+        let base = prev;
+        let deltas = chunk.iter().scan(base, |last, &doc| {
+            let delta = doc - *last;
+            *last = doc;
+            Some(delta)
+        });
+        let doc_bits = bit_width(deltas.clone());
+        let tf_bits: [u32; FIELD_COUNT] =
+            std::array::from_fn(|f| bit_width(tfs.iter().map(|t| t[f])));
+        postings.push(doc_bits as u8);
+        postings.extend(tf_bits.iter().map(|&w| w as u8));
+        pack(deltas, doc_bits, postings);
+        for (f, &w) in tf_bits.iter().enumerate() {
+            pack(tfs.iter().map(|t| t[f]), w, postings);
+        }
+        prev = chunk[chunk.len() - 1];
+        for row in tfs {
+            for &tf in row {
                 let mut field_positions = &p.positions[pos_i..pos_i + tf as usize];
                 if !field_positions.is_sorted() {
                     // Analyzers may emit a split identifier's parts out of order; deltas need
@@ -116,6 +138,22 @@ pub fn serialize_term(
     Ok((postings_off, positions_off))
 }
 
+/// A view of a cursor's current block (see [`PostingsCursor::block`]).
+pub struct Block<'c> {
+    /// The docs from the cursor's current one to the block's end.
+    pub docs: &'c [DocOrd],
+    tfs: &'c [[u32; BLOCK_LEN]; FIELD_COUNT],
+    at: usize,
+}
+
+impl Block<'_> {
+    /// Frequencies of `docs[j]`.
+    #[inline]
+    pub fn tfs(&self, j: usize) -> [u32; FIELD_COUNT] {
+        std::array::from_fn(|f| self.tfs[f].get(self.at + j).copied().unwrap_or(0))
+    }
+}
+
 /// Reads one term's postings block by block. `doc()` is [`TERMINATED`] when exhausted.
 ///
 /// Loading a block decodes its doc ordinals only; term frequencies are decoded on the first
@@ -132,11 +170,13 @@ pub struct PostingsCursor<'a> {
     len: usize,
     idx: usize,
     docs: [DocOrd; BLOCK_LEN],
-    /// The current block's tf varints: `data[tfs_at..tfs_end]`.
+    /// The current block's packed frequencies: their widths and where the first run starts
+    /// in `data`.
+    tf_bits: [u32; FIELD_COUNT],
     tfs_at: usize,
-    tfs_end: usize,
     tfs_loaded: bool,
-    tfs: [[u32; FIELD_COUNT]; BLOCK_LEN],
+    /// The current block's frequencies, field-major.
+    tfs: [[u32; BLOCK_LEN]; FIELD_COUNT],
     /// Positions state: doc `pos_doc` of the current block starts at `positions[pos_at]`.
     pos_block: usize,
     pos_doc: usize,
@@ -152,6 +192,17 @@ impl<'a> PostingsCursor<'a> {
         df: u32,
         max_doc: DocOrd,
     ) -> Result<Self, Malformed> {
+        let mut c = Self::new_unloaded(postings, positions, df, max_doc)?;
+        c.load_block(0)?;
+        Ok(c)
+    }
+
+    fn new_unloaded(
+        postings: &'a [u8],
+        positions: &'a [u8],
+        df: u32,
+        max_doc: DocOrd,
+    ) -> Result<Self, Malformed> {
         let n_blocks = (df as usize).div_ceil(BLOCK_LEN);
         if df == 0 || df > max_doc {
             return Err(Malformed("term document frequency out of range"));
@@ -160,7 +211,7 @@ impl<'a> PostingsCursor<'a> {
         let skips = postings
             .get(..skip_len)
             .ok_or(Malformed("skip table out of bounds"))?;
-        let mut c = PostingsCursor {
+        Ok(PostingsCursor {
             skips,
             data: &postings[skip_len..],
             positions,
@@ -171,15 +222,29 @@ impl<'a> PostingsCursor<'a> {
             len: 0,
             idx: 0,
             docs: [0; BLOCK_LEN],
+            tf_bits: [0; FIELD_COUNT],
             tfs_at: 0,
-            tfs_end: 0,
             tfs_loaded: false,
-            tfs: [[0; FIELD_COUNT]; BLOCK_LEN],
+            tfs: [[0; BLOCK_LEN]; FIELD_COUNT],
             pos_block: usize::MAX,
             pos_doc: 0,
             pos_at: 0,
-        };
-        c.load_block(0)?;
+        })
+    }
+
+    /// A cursor already at the first doc `>= target`: blocks before it are never unpacked.
+    pub fn starting_at(
+        postings: &'a [u8],
+        positions: &'a [u8],
+        df: u32,
+        max_doc: DocOrd,
+        target: DocOrd,
+    ) -> Result<Self, Malformed> {
+        let mut c = Self::new_unloaded(postings, positions, df, max_doc)?;
+        let b = c.block_at_or_after(0, target)?;
+        c.load_block(b.min(c.n_blocks - 1))?;
+        let rest = &c.docs[..c.len];
+        c.idx = rest.partition_point(|&d| d < target);
         Ok(c)
     }
 
@@ -191,64 +256,80 @@ impl<'a> PostingsCursor<'a> {
         u32_at(self.skips, b * SKIP_ENTRY_BYTES + field * 4).ok_or(Malformed("skip entry"))
     }
 
-    /// Decodes block `b`'s doc ordinals and checks them against the skip table.
+    /// Unpacks block `b`'s doc ordinals and checks them and its size against the skip
+    /// table.
     fn load_block(&mut self, b: usize) -> Result<(), Malformed> {
         let (base, start) = if b == 0 {
             (0, 0)
         } else {
-            (self.skip(b - 1, 0)?, self.skip(b - 1, 1)?)
+            (self.skip(b - 1, 0)?, self.skip(b - 1, 1)? as usize)
         };
         let end = self.skip(b, 1)? as usize;
+        let bad_block = Malformed("postings block disagrees with its skip entry");
         let bytes = self
             .data
-            .get(start as usize..end)
+            .get(start..end)
             .ok_or(Malformed("postings block out of bounds"))?;
         let n = if b + 1 == self.n_blocks {
             self.df as usize - b * BLOCK_LEN
         } else {
             BLOCK_LEN
         };
-        let mut r = ByteReader::new(bytes);
-        let mut prev = base;
-        for (i, slot) in self.docs[..n].iter_mut().enumerate() {
-            let delta = r.varint().ok_or(Malformed("truncated postings block"))?;
-            if delta == 0 && (b > 0 || i > 0) {
-                return Err(Malformed("doc ordinals not increasing"));
-            }
-            prev = prev
-                .checked_add(delta)
-                .ok_or(Malformed("doc ordinal overflow"))?;
-            *slot = prev;
+        let header = bytes.get(..BLOCK_HEADER).ok_or(bad_block)?;
+        let doc_bits = u32::from(header[0]);
+        let mut tf_bits = [0u32; FIELD_COUNT];
+        let mut size = BLOCK_HEADER + packed_len(n, doc_bits);
+        for (w, &h) in tf_bits.iter_mut().zip(&header[1..]) {
+            *w = u32::from(h);
+            size += packed_len(n, *w);
         }
-        if prev >= self.max_doc {
+        if doc_bits > 32 || tf_bits.iter().any(|&w| w > 32) {
+            return Err(Malformed("bit width out of range"));
+        }
+        if size != bytes.len() {
+            return Err(bad_block);
+        }
+        let docs = &mut self.docs[..n];
+        // From the section's rest, not just the block: spare bytes speed up unpacking.
+        let run = self.data.get(start + BLOCK_HEADER..).ok_or(bad_block)?;
+        unpack(run, doc_bits, docs).ok_or(bad_block)?;
+        // Deltas are > 0 except the very first; sums stay below max_doc ≤ u32::MAX once the
+        // last one does, so the u64 running sum never truncates a valid ordinal.
+        let zero = (docs[0] == 0 && b > 0) || docs[1..].iter().fold(false, |z, &d| z | (d == 0));
+        if zero {
+            return Err(Malformed("doc ordinals not increasing"));
+        }
+        let mut acc = u64::from(base);
+        for d in docs.iter_mut() {
+            acc += u64::from(*d);
+            *d = acc as DocOrd;
+        }
+        if acc >= u64::from(self.max_doc) {
             return Err(Malformed("doc ordinal out of range"));
         }
-        if prev != self.skip(b, 0)? {
-            return Err(Malformed("postings block disagrees with its skip entry"));
+        if acc != u64::from(self.skip(b, 0)?) {
+            return Err(bad_block);
         }
         self.block = b;
         self.len = n;
         self.idx = 0;
-        self.tfs_at = start as usize + r.pos();
-        self.tfs_end = end;
+        self.tf_bits = tf_bits;
+        self.tfs_at = start + BLOCK_HEADER + packed_len(n, doc_bits);
         self.tfs_loaded = false;
         Ok(())
     }
 
-    /// Decodes the current block's term frequencies.
+    /// Unpacks the current block's term frequencies (sizes were checked by `load_block`).
     fn load_tfs(&mut self) -> Result<(), Malformed> {
-        let bytes = self
-            .data
-            .get(self.tfs_at..self.tfs_end)
-            .ok_or(Malformed("postings block out of bounds"))?;
-        let mut r = ByteReader::new(bytes);
-        for row in &mut self.tfs[..self.len] {
-            for tf in row.iter_mut() {
-                *tf = r.varint().ok_or(Malformed("truncated postings block"))?;
-            }
-        }
-        if !r.is_empty() {
-            return Err(Malformed("postings block disagrees with its skip entry"));
+        let mut at = self.tfs_at;
+        for (f, &w) in self.tf_bits.iter().enumerate() {
+            let bytes = self
+                .data
+                .get(at..)
+                .ok_or(Malformed("postings block out of bounds"))?;
+            unpack(bytes, w, &mut self.tfs[f][..self.len])
+                .ok_or(Malformed("truncated postings block"))?;
+            at += packed_len(self.len, w);
         }
         self.tfs_loaded = true;
         Ok(())
@@ -265,14 +346,23 @@ impl<'a> PostingsCursor<'a> {
 
     /// Per-field term frequencies of the current doc (zeros when exhausted).
     #[inline]
-    pub fn tfs(&mut self) -> Result<[u32; FIELD_COUNT], Malformed> {
-        if self.idx >= self.len {
+    pub fn tfs(&self) -> Result<[u32; FIELD_COUNT], Malformed> {
+        let i = self.idx;
+        if i >= self.len {
             return Ok([0; FIELD_COUNT]);
         }
-        if !self.tfs_loaded {
-            self.load_tfs()?;
+        if self.tfs_loaded {
+            return Ok(std::array::from_fn(|f| self.tfs[f][i]));
         }
-        Ok(self.tfs[self.idx])
+        // Read in place: cheaper than unpacking the block for a few docs of it.
+        let mut out = [0; FIELD_COUNT];
+        let mut at = self.tfs_at;
+        for (o, &w) in out.iter_mut().zip(&self.tf_bits) {
+            let run = self.data.get(at..).unwrap_or_default();
+            *o = read_packed(run, i, w).ok_or(Malformed("truncated postings block"))?;
+            at += packed_len(self.len, w);
+        }
+        Ok(out)
     }
 
     pub fn advance(&mut self) -> Result<DocOrd, Malformed> {
@@ -285,13 +375,11 @@ impl<'a> PostingsCursor<'a> {
         Ok(self.doc())
     }
 
-    /// Calls `f` with every doc from the current one to the end, decoding doc ordinals only,
-    /// and leaves the cursor exhausted.
-    pub fn drain_docs(&mut self, mut f: impl FnMut(DocOrd)) -> Result<(), Malformed> {
+    /// Calls `f` with the rest of every block, from the current doc to the end, decoding
+    /// doc ordinals only, and leaves the cursor exhausted.
+    pub fn drain_blocks(&mut self, mut f: impl FnMut(&[DocOrd])) -> Result<(), Malformed> {
         loop {
-            for &d in &self.docs[self.idx.min(self.len)..self.len] {
-                f(d);
-            }
+            f(&self.docs[self.idx.min(self.len)..self.len]);
             self.idx = self.len;
             if self.block + 1 >= self.n_blocks {
                 return Ok(());
@@ -300,35 +388,66 @@ impl<'a> PostingsCursor<'a> {
         }
     }
 
+    /// The current block from the current doc on: its docs and, field-major, the whole
+    /// block's frequencies with the offset of the current doc in them.
+    #[inline]
+    pub fn block(&mut self) -> Result<Block<'_>, Malformed> {
+        if !self.tfs_loaded && self.idx < self.len {
+            self.load_tfs()?;
+        }
+        Ok(Block {
+            docs: &self.docs[self.idx.min(self.len)..self.len],
+            tfs: &self.tfs,
+            at: self.idx,
+        })
+    }
+
+    /// Moves `n` docs ahead within the current block (at most to its end), then to the next
+    /// block if this one is used up.
+    #[inline]
+    pub fn skip_in_block(&mut self, n: usize) -> Result<DocOrd, Malformed> {
+        self.idx = (self.idx + n).min(self.len);
+        if self.idx == self.len && self.block + 1 < self.n_blocks {
+            self.load_block(self.block + 1)?;
+        }
+        Ok(self.doc())
+    }
+
+    /// The first block from `from` on whose last doc is `>= target` (`n_blocks` if none):
+    /// gallops over the skip table, then binary-searches the bracket.
+    fn block_at_or_after(&self, from: usize, target: DocOrd) -> Result<usize, Malformed> {
+        let mut lo = from;
+        let mut step = 1;
+        let mut hi = lo;
+        while hi < self.n_blocks && self.skip(hi, 0)? < target {
+            lo = hi + 1;
+            hi += step;
+            step *= 2;
+        }
+        let mut hi = hi.min(self.n_blocks);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.skip(mid, 0)? < target {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
     /// Moves to the first doc `>= target`: gallops over the skip table, then over the block.
     pub fn seek(&mut self, target: DocOrd) -> Result<DocOrd, Malformed> {
         if self.doc() >= target {
             return Ok(self.doc());
         }
         if self.docs[self.len - 1] < target {
-            // Gallop over block last_docs, then binary-search the bracket.
-            let mut lo = self.block + 1;
-            let mut step = 1;
-            let mut hi = lo;
-            while hi < self.n_blocks && self.skip(hi, 0)? < target {
-                lo = hi + 1;
-                hi += step;
-                step *= 2;
-            }
-            let mut hi = hi.min(self.n_blocks);
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if self.skip(mid, 0)? < target {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            if lo == self.n_blocks {
+            let b = self.block_at_or_after(self.block + 1, target)?;
+            if b == self.n_blocks {
                 self.idx = self.len;
                 return Ok(TERMINATED);
             }
-            self.load_block(lo)?;
+            self.load_block(b)?;
         }
         let rest = &self.docs[self.idx..self.len];
         self.idx += rest.partition_point(|&d| d < target);
@@ -360,8 +479,11 @@ impl<'a> PostingsCursor<'a> {
             .ok_or(Malformed("positions out of bounds"))?;
         let mut r = ByteReader::new(bytes.get(self.pos_at..).ok_or(Malformed("positions"))?);
         let mut skip = 0usize;
-        for d in self.pos_doc..self.idx {
-            skip += self.tfs[d].iter().map(|&t| t as usize).sum::<usize>();
+        for field in &self.tfs {
+            skip += field[self.pos_doc..self.idx]
+                .iter()
+                .map(|&t| t as usize)
+                .sum::<usize>();
         }
         r.skip_varints(skip)
             .ok_or(Malformed("truncated positions"))?;
@@ -369,7 +491,7 @@ impl<'a> PostingsCursor<'a> {
         self.pos_doc = self.idx;
         let mut r = ByteReader::new(&bytes[self.pos_at..]);
         for f in 0..FIELD_COUNT {
-            let tf = self.tfs[self.idx][f] as usize;
+            let tf = self.tfs[f][self.idx] as usize;
             if f != field {
                 r.skip_varints(tf).ok_or(Malformed("truncated positions"))?;
                 continue;

@@ -58,8 +58,19 @@ impl Default for Query {
     }
 }
 
-/// Ranks hits: score, then kbid, then where the doc lives.
-pub type HitKey = (Kbid, u32, DocOrd);
+/// Ranks hits: score, then kbid, then where the doc lives (segment, ordinal); the last
+/// field, never compared (the first three are unique), locates the hit's clause masks in
+/// its segment's [`SegmentHits::masks`].
+pub type HitKey = (Kbid, u32, DocOrd, u32);
+
+/// What one segment's evaluation returns.
+pub struct SegmentHits {
+    pub top: TopK<HitKey>,
+    /// Live matches.
+    pub total: u64,
+    /// Per clause field masks of every doc that entered the heap, `clauses` bytes each.
+    pub masks: Vec<u8>,
+}
 
 /// A query with terms deduplicated and corpus-wide statistics resolved.
 pub struct Prepared {
@@ -169,7 +180,7 @@ pub fn search_segment(
     seg: &SegmentView<'_>,
     limit: usize,
     eval: Evaluation,
-) -> Result<(TopK<HitKey>, u64)> {
+) -> Result<SegmentHits> {
     let run = SegmentSearch::new(p, seg, limit).and_then(|mut s| {
         if p.strict {
             s.run_strict()?;
@@ -178,7 +189,11 @@ pub fn search_segment(
         } else {
             s.run_exhaustive()?;
         }
-        Ok((s.top, s.total))
+        Ok(SegmentHits {
+            top: s.top,
+            total: s.total,
+            masks: s.masks,
+        })
     });
     match run {
         Ok(r) => Ok(r),
@@ -213,6 +228,10 @@ pub(super) struct SegmentSearch<'a, 's> {
     pub cursors: Vec<Option<PostingsCursor<'s>>>,
     pub top: TopK<HitKey>,
     pub total: u64,
+    /// Clause masks of the docs offered to the heap so far (see [`SegmentHits::masks`]).
+    pub masks: Vec<u8>,
+    /// The clause masks of the doc being offered.
+    pub doc_masks: Vec<u8>,
 }
 
 impl<'a, 's> SegmentSearch<'a, 's> {
@@ -230,6 +249,8 @@ impl<'a, 's> SegmentSearch<'a, 's> {
             cursors,
             top: TopK::new(limit),
             total: 0,
+            masks: Vec::new(),
+            doc_masks: vec![0; p.clauses.len()],
         })
     }
 
@@ -239,14 +260,17 @@ impl<'a, 's> SegmentSearch<'a, 's> {
             && self.seg.allowed.is_none_or(|a| a.contains(d))
     }
 
-    /// Offers a scored doc to the heap; reads its kbid only if it gets in.
+    /// Offers a scored doc, whose clause masks are in `doc_masks`, to the heap; reads its
+    /// kbid and keeps its masks only if it gets in.
     #[inline]
     pub fn offer(&mut self, d: DocOrd, score: Score) -> Step<()> {
         if self.top.would_accept(score) {
             let kbid = self.seg.reader.kbid(d)?;
+            let slot = (self.masks.len() / self.doc_masks.len().max(1)) as u32;
+            self.masks.extend_from_slice(&self.doc_masks);
             self.top.push(Scored {
                 score,
-                key: (kbid, self.seg.index, d),
+                key: (kbid, self.seg.index, d, slot),
             });
         }
         Ok(())
@@ -262,17 +286,21 @@ impl<'a, 's> SegmentSearch<'a, 's> {
             .unwrap_or_default()
     }
 
-    /// The score of doc `d`, seeking every alternative's cursor to it.
+    /// The score of doc `d`, seeking every alternative's cursor to it; leaves its clause
+    /// masks in `doc_masks`.
     pub fn score(&mut self, d: DocOrd) -> Step<Score> {
         let p = self.p;
         let factors = self.factors(d);
         let mut score: Score = 0.0;
-        for (alts, _) in &p.clauses {
+        for ((alts, _), mask) in p.clauses.iter().zip(&mut self.doc_masks) {
             let mut best: Score = 0.0;
+            *mask = 0;
             for &(t, w) in alts {
                 if let Some(c) = self.cursors[t].as_mut() {
                     if c.seek(d)? == d {
-                        best = best.max(w * p.norms.score(p.idf[t], c.tfs()?, factors));
+                        let tfs = c.tfs()?;
+                        *mask |= field_mask(tfs);
+                        best = best.max(w * p.norms.score(p.idf[t], tfs, factors));
                     }
                 }
             }
@@ -318,27 +346,39 @@ impl<'a, 's> SegmentSearch<'a, 's> {
     }
 }
 
+/// Bit `f` set for each field `f` where the term occurs.
+#[inline]
+pub fn field_mask(tfs: [u32; FIELD_COUNT]) -> u8 {
+    let mut mask = 0;
+    for (f, &n) in tfs.iter().enumerate() {
+        if n > 0 {
+            mask |= 1 << f;
+        }
+    }
+    mask
+}
+
 /// One `explain` part: `(clause, term index, field index, score)`.
 pub type Part = (u32, usize, usize, Score);
 
-/// Per hit of one segment (`ords` ascending): per-clause field masks and, with `explain`,
-/// the contributions, recomputed with one fresh cursor per term walking forward.
-pub fn hit_details(
+/// Per hit of one segment (`ords` ascending): the `explain` contributions, recomputed with
+/// one cursor per term walking forward.
+pub fn explain_hits(
     p: &Prepared,
     seg: &SegmentView<'_>,
     ords: &[DocOrd],
-    explain: bool,
-) -> Result<Vec<(Vec<u8>, Vec<Part>)>> {
-    let (reader, infos) = (seg.reader, seg.infos);
+) -> Result<Vec<Vec<Part>>> {
+    let reader = seg.reader;
     let corrupt = |m: Malformed| reader.corrupt(m);
-    let mut cursors = Vec::with_capacity(infos.len());
-    for info in infos {
+    let first = ords.first().copied().unwrap_or(0);
+    let mut cursors = Vec::with_capacity(seg.infos.len());
+    for info in seg.infos {
         cursors.push(match info {
-            Some(i) => Some(reader.cursor(*i)?),
+            Some(i) => Some(reader.cursor_at(*i, first)?),
             None => None,
         });
     }
-    let mut tfs: Vec<Option<[u32; FIELD_COUNT]>> = vec![None; infos.len()];
+    let mut tfs: Vec<Option<[u32; FIELD_COUNT]>> = vec![None; seg.infos.len()];
     let mut out = Vec::with_capacity(ords.len());
     for &d in ords {
         for (slot, c) in tfs.iter_mut().zip(&mut cursors) {
@@ -350,25 +390,17 @@ pub fn hit_details(
             }
         }
         let factors = seg.factors.get(d as usize).copied().unwrap_or_default();
-        let mut masks = Vec::with_capacity(p.clauses.len());
         let mut parts = Vec::new();
         for (ci, (alts, _)) in p.clauses.iter().enumerate() {
-            let mut mask = 0u8;
             let mut best: Option<(Score, usize)> = None;
             for &(t, w) in alts {
                 let Some(tf) = tfs[t] else { continue };
-                for (f, &n) in tf.iter().enumerate() {
-                    if n > 0 {
-                        mask |= 1 << f;
-                    }
-                }
                 let s = w * p.norms.score(p.idf[t], tf, factors);
                 if best.is_none_or(|(b, _)| s > b) {
                     best = Some((s, t));
                 }
             }
-            masks.push(mask);
-            if let (true, Some((s, t))) = (explain, best) {
+            if let Some((s, t)) = best {
                 let tf = tfs[t].unwrap_or_default();
                 let shares = super::bm25f::field_shares(s, tf, factors);
                 for f in (0..FIELD_COUNT).filter(|&f| tf[f] > 0) {
@@ -376,7 +408,7 @@ pub fn hit_details(
                 }
             }
         }
-        out.push((masks, parts));
+        out.push(parts);
     }
     Ok(out)
 }

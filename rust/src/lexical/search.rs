@@ -1,13 +1,14 @@
 //! Searching an [`Index`]: resolves corpus-wide statistics for the query's terms, runs
 //! every segment on one snapshot (in parallel with rayon when the index is large enough to
-//! repay the hand-off), merges their top-k heaps, and computes per-hit details (matched
-//! fields, `explain`) for the final hits only, one cursor per term per segment.
+//! repay the hand-off), and merges their top-k heaps. Matched fields were recorded when a
+//! hit entered its heap; `explain` is recomputed for the final hits only, one cursor per
+//! term per segment.
 
 use rayon::prelude::*;
 
 use super::bm25f::FieldNorms;
 use super::query::{
-    hit_details, search_segment, Evaluation, HitKey, Part, Prepared, Query, SegmentView,
+    explain_hits, search_segment, Evaluation, HitKey, Part, Prepared, Query, SegmentView,
 };
 use super::termdict::TermInfo;
 use super::topk::TopK;
@@ -115,51 +116,59 @@ impl Index {
             clause_bounds: p.clause_bounds(),
             ..Hits::default()
         };
-        for (t, n) in results {
-            top.extend(t);
-            hits.total += n;
+        let mut masks = Vec::with_capacity(results.len());
+        for r in results {
+            top.extend(r.top);
+            hits.total += r.total;
+            masks.push(r.masks);
         }
         let ranked = top.into_sorted();
-        // Details per segment in ordinal order, so each term's cursor only moves forward.
-        let mut order: Vec<usize> = (0..ranked.len()).collect();
-        order.sort_unstable_by_key(|&i| (ranked[i].key.1, ranked[i].key.2));
-        let mut details: Vec<Option<(Vec<u8>, Vec<Part>)>> = vec![None; ranked.len()];
-        for run in order.chunk_by(|&a, &b| ranked[a].key.1 == ranked[b].key.1) {
-            let seg = ranked[run[0]].key.1 as usize;
-            let ords: Vec<_> = run.iter().map(|&i| ranked[i].key.2).collect();
-            let s = &snap.segments[seg];
-            let view = SegmentView {
-                index: seg as u32,
-                reader: &s.reader,
-                dead: None,
-                allowed: None,
-                infos: &infos[seg],
-                factors: &factors[seg],
-            };
-            let found = hit_details(&p, &view, &ords, q.explain)?;
-            for (&i, d) in run.iter().zip(found) {
-                details[i] = Some(d);
-            }
+        let n_clauses = p.clauses.len();
+        for item in &ranked {
+            let (kbid, seg, _, slot) = item.key;
+            let at = slot as usize * n_clauses;
+            let mask = masks[seg as usize]
+                .get(at..at + n_clauses)
+                .unwrap_or_default();
+            hits.kbids.push(format_kbid(&kbid));
+            hits.scores.push(item.score);
+            hits.matched.push(mask.to_vec());
         }
         let mut explain = Vec::new();
-        for (item, d) in ranked.iter().zip(details) {
-            let (mask, parts) = d.unwrap_or_default();
-            hits.kbids.push(format_kbid(&item.key.0));
-            hits.scores.push(item.score);
-            hits.matched.push(mask);
-            if q.explain {
-                explain.push(
-                    parts
-                        .into_iter()
+        if q.explain {
+            // Per segment in ordinal order, so each term's cursor only moves forward.
+            let mut order: Vec<usize> = (0..ranked.len()).collect();
+            order.sort_unstable_by_key(|&i| (ranked[i].key.1, ranked[i].key.2));
+            let mut parts: Vec<Vec<Part>> = vec![Vec::new(); ranked.len()];
+            for run in order.chunk_by(|&a, &b| ranked[a].key.1 == ranked[b].key.1) {
+                let seg = ranked[run[0]].key.1 as usize;
+                let ords: Vec<_> = run.iter().map(|&i| ranked[i].key.2).collect();
+                let s = &snap.segments[seg];
+                let view = SegmentView {
+                    index: seg as u32,
+                    reader: &s.reader,
+                    dead: None,
+                    allowed: None,
+                    infos: &infos[seg],
+                    factors: &factors[seg],
+                };
+                for (&i, found) in run.iter().zip(explain_hits(&p, &view, &ords)?) {
+                    parts[i] = found;
+                }
+            }
+            explain = parts
+                .into_iter()
+                .map(|hit| {
+                    hit.into_iter()
                         .map(|(clause, t, f, score)| Contribution {
                             clause,
                             term: p.terms[t].clone(),
                             field: FIELD_NAMES[f],
                             score,
                         })
-                        .collect(),
-                );
-            }
+                        .collect()
+                })
+                .collect();
         }
         hits.explain = q.explain.then_some(explain);
         Ok(hits)

@@ -271,6 +271,20 @@ impl SegmentReader {
     }
 
     pub fn cursor(&self, info: TermInfo) -> Result<PostingsCursor<'_>> {
+        let (postings, positions) = self.regions(info)?;
+        PostingsCursor::new(postings, positions, info.df, self.doc_count)
+            .map_err(|m| self.corrupt(m))
+    }
+
+    /// A cursor at the term's first doc `>= target`, unpacking no block before it.
+    pub fn cursor_at(&self, info: TermInfo, target: DocOrd) -> Result<PostingsCursor<'_>> {
+        let (postings, positions) = self.regions(info)?;
+        PostingsCursor::starting_at(postings, positions, info.df, self.doc_count, target)
+            .map_err(|m| self.corrupt(m))
+    }
+
+    /// The term's postings and positions, each running to the end of its section.
+    fn regions(&self, info: TermInfo) -> Result<(&[u8], &[u8])> {
         let bad = || self.corrupt(Malformed("term postings offset out of bounds"));
         let postings = self
             .section(POSTINGS)
@@ -280,8 +294,7 @@ impl SegmentReader {
             .section(POSITIONS)
             .get(info.positions_off as usize..)
             .ok_or_else(bad)?;
-        PostingsCursor::new(postings, positions, info.df, self.doc_count)
-            .map_err(|m| self.corrupt(m))
+        Ok((postings, positions))
     }
 
     /// Decodes every term, posting and position: the deep check behind `verify`.
