@@ -10,15 +10,17 @@ top 10 by inner product (= cosine here):
 - faiss: ``IndexFlatIP.search(q, 10)``;
 - usearch: ``usearch.index.search(X, q, 10, MetricKind.IP, exact=True)``.
 
-The machine's read bandwidth is measured in the same process, twice: a numpy reduction
-over a 1.5 GB array (one thread, or one chunk per thread on a thread pool; numpy releases
-the GIL), and ``VectorIndex.stream_read``, a plain XOR of every byte of the same mapped
-``vectors.idx``. The larger of the two is the yardstick for "fraction of bandwidth".
+The machine's read bandwidth is measured in the same rounds, twice: a numpy u64 sum over
+a 1.5 GB array (one thread, or chunks on a pool of threads; numpy releases the GIL), and
+``VectorIndex.stream_read``, a plain XOR of every byte of the same mapped ``vectors.idx``
+(at 10k and 100k that file sits in the CPU caches, so its speed is reported apart). The
+larger DRAM figure is the yardstick for "of bandwidth".
 
 Each thread setting runs in its own process, with ``OMP/OPENBLAS/MKL/RAYON_NUM_THREADS``
 set before numpy or a peer is imported: "1 thread" and "all threads" (every usable core).
-Within a process the systems are timed in interleaved rounds (one pass over the queries
-each) and the fastest round counts: the least disturbed by the shared machine. Vectors/s
+Within a process the systems and the two yardsticks are timed in interleaved rounds (one
+pass over the queries each) and the fastest round counts: the least disturbed by the
+shared machine. Vectors/s
 is size / seconds per query; GB/s is the bytes each system reads per query.
 
     python benches/bench_vector_scan.py [--sizes 10000,100000,1000000] [--rounds 5]
@@ -32,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
@@ -70,29 +73,23 @@ def unit_rows(rng: Any, n: int) -> Any:
     return x
 
 
-def best_seconds(fn: Callable[[], Any], rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+class NumpySum:
+    """The independent bandwidth yardstick: a numpy u64 sum over BANDWIDTH_BYTES, on one
+    thread or one chunk per task on a pool of ``threads`` (numpy releases the GIL)."""
 
+    def __init__(self, threads: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
 
-def numpy_bandwidth(threads: int, rounds: int) -> float:
-    """Bytes/s of a numpy u64 sum over BANDWIDTH_BYTES (one chunk per thread)."""
-    from concurrent.futures import ThreadPoolExecutor
+        import numpy as np
 
-    import numpy as np
+        self.array = np.ones(BANDWIDTH_BYTES // 8, dtype=np.uint64)
+        self.chunks = np.array_split(self.array, threads * 4)
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
-    a = np.ones(BANDWIDTH_BYTES // 8, dtype=np.uint64)
-    if threads == 1:
-        secs = best_seconds(lambda: a.sum(), rounds)
-    else:
-        chunks = np.array_split(a, threads * 4)
-        with ThreadPoolExecutor(threads) as pool:
-            secs = best_seconds(lambda: list(pool.map(np.sum, chunks)), rounds)
-    return a.nbytes / secs
+    def __call__(self) -> Any:
+        if self.pool is None:
+            return self.array.sum()
+        return list(self.pool.map(lambda c: c.sum(), self.chunks))
 
 
 def load_peers(threads: int) -> dict[str, Any]:
@@ -113,7 +110,9 @@ def load_peers(threads: int) -> dict[str, Any]:
     return peers
 
 
-def bench_size(n: int, threads: int, rounds: int, peers: dict[str, Any]) -> dict[str, Any]:
+def bench_size(
+    n: int, threads: int, rounds: int, peers: dict[str, Any], numpy_sum: NumpySum
+) -> dict[str, Any]:
     import numpy as np
 
     from kbdb._core import VectorIndex
@@ -122,7 +121,13 @@ def bench_size(n: int, threads: int, rounds: int, peers: dict[str, Any]) -> dict
     x = unit_rows(rng, n)
     queries = unit_rows(rng, 10 if n >= 1_000_000 else 30)
     kbids = [f"{(i * 0x9E3779B97F4A7C15) % 2**128:032x}" for i in range(n)]
-    out: dict[str, Any] = {"size": n, "queries": len(queries), "systems": {}}
+    out: dict[str, Any] = {
+        "size": n,
+        "queries": len(queries),
+        "dataset": f"numpy default_rng({n}): standard normal rows, L2-normalized",
+        "dataset_sha256": hashlib.sha256(x.data).hexdigest(),
+        "systems": {},
+    }
     with tempfile.TemporaryDirectory(prefix="kbdb-vbench-") as tmp:
         index = VectorIndex.open(tmp, create=True, dimensions=DIMS, model_name="synthetic")
         t0 = time.perf_counter()
@@ -132,13 +137,9 @@ def bench_size(n: int, threads: int, rounds: int, peers: dict[str, Any]) -> dict
         index = VectorIndex.open(tmp)
         out["kbdb_open_s"] = time.perf_counter() - t0
         kbdb_threads = 1 if threads == 1 else 0
-
         position = {k: i for i, k in enumerate(kbids)}
 
-        def kbdb(q: Any) -> list[int]:
-            return [position[k] for k in index.search(q, limit=TOP_K, threads=kbdb_threads)[0]]
-
-        def kbdb_scan_only(q: Any) -> Any:
+        def kbdb(q: Any) -> Any:
             return index.search(q, limit=TOP_K, threads=kbdb_threads)
 
         def numpy_scan(q: Any) -> Any:
@@ -146,8 +147,8 @@ def bench_size(n: int, threads: int, rounds: int, peers: dict[str, Any]) -> dict
             top = np.argpartition(-s, TOP_K)[:TOP_K]
             return top[np.argsort(-s[top])]
 
-        runs: dict[str, Callable[[Any], Any] | None] = {
-            "kbdb": kbdb_scan_only,
+        per_query: dict[str, Callable[[Any], Any] | None] = {
+            "kbdb": kbdb,
             "numpy": numpy_scan,
             "faiss": None,
             "usearch": None,
@@ -155,46 +156,59 @@ def bench_size(n: int, threads: int, rounds: int, peers: dict[str, Any]) -> dict
         if peers["faiss"] is not None:
             flat = peers["faiss"].IndexFlatIP(DIMS)
             flat.add(x)
-            runs["faiss"] = lambda q: flat.search(q.reshape(1, -1), TOP_K)
+            per_query["faiss"] = lambda q: flat.search(q.reshape(1, -1), TOP_K)
         if peers["usearch"] is not None:
             us = peers["usearch"]
 
             def usearch_scan(q: Any) -> Any:
                 return us.search(x, q, TOP_K, us.MetricKind.IP, exact=True, threads=threads)
 
-            runs["usearch"] = usearch_scan
+            per_query["usearch"] = usearch_scan
 
-        # Same answers (as sets: ties and float summation order may swap equal scores).
-        agree = sum(len(set(kbdb(q)) & {int(i) for i in numpy_scan(q)}) for q in queries) / (
-            TOP_K * len(queries)
+        # Same answers as numpy (as sets: float summation order may swap near-equal scores).
+        hits = sum(
+            len({position[k] for k in kbdb(q)[0]} & {int(i) for i in numpy_scan(q)})
+            for q in queries
         )
-        out["kbdb_recall_vs_numpy"] = agree
+        out["kbdb_recall_vs_numpy"] = hits / (TOP_K * len(queries))
 
-        for fn in runs.values():  # warm-up: page in, build BLAS/OpenMP pools
-            if fn is not None:
-                fn(queries[0])
-        best = {name: float("inf") for name, fn in runs.items() if fn is not None}
+        def stream() -> Any:
+            return index.stream_read(threads=kbdb_threads)
+
+        # Every system and both yardsticks run once per round, interleaved, so that the
+        # machine's load affects them alike; the fastest round of each counts.
+        timed: dict[str, Callable[[], Any]] = {
+            name: (lambda fn=fn: [fn(q) for q in queries])
+            for name, fn in per_query.items()
+            if fn is not None
+        }
+        timed["stream_read"] = stream
+        timed["numpy_sum"] = numpy_sum
+        for fn in timed.values():  # warm-up: page in, start BLAS/OpenMP/rayon pools
+            fn()
+        seconds: dict[str, list[float]] = {name: [] for name in timed}
         for _ in range(rounds):
-            for name in best:
-                fn = runs[name]
-                assert fn is not None
-                t0 = time.perf_counter()
-                for q in queries:
-                    fn(q)
-                best[name] = min(best[name], (time.perf_counter() - t0) / len(queries))
-        stream_threads = 1 if threads == 1 else 0
-        stream = best_seconds(lambda: index.stream_read(threads=stream_threads), rounds * 2)
-        file_bytes = n * RECORD_BYTES
-        out["stream_read_Bps"] = file_bytes / stream
+            for name, fn in timed.items():
+                # The yardsticks are cheap: two tries per round, so their best is as
+                # well sampled as the systems'.
+                for _ in range(2 if name in ("stream_read", "numpy_sum") else 1):
+                    t0 = time.perf_counter()
+                    fn()
+                    seconds[name].append(time.perf_counter() - t0)
+        best = {name: min(s) for name, s in seconds.items()}
+        out["round_seconds"] = seconds
+        out["stream_read_Bps"] = n * RECORD_BYTES / best["stream_read"]
+        out["numpy_sum_Bps"] = BANDWIDTH_BYTES / best["numpy_sum"]
         for name in SYSTEMS:
-            if runs[name] is None:
+            if per_query[name] is None:
                 out["systems"][name] = NOT_INSTALLED
                 continue
             per_vector = RECORD_BYTES if name == "kbdb" else ROW_BYTES
+            seconds = best[name] / len(queries)
             out["systems"][name] = {
-                "s_per_query": best[name],
-                "vectors_per_s": n / best[name],
-                "GBps": n * per_vector / best[name] / 1e9,
+                "s_per_query": seconds,
+                "vectors_per_s": n / seconds,
+                "GBps": n * per_vector / seconds / 1e9,
             }
     return out
 
@@ -203,12 +217,12 @@ def worker(threads: int, sizes: list[int], rounds: int, dest: Path) -> None:
     from kbdb._core import VectorIndex
 
     peers = load_peers(threads)
+    numpy_sum = NumpySum(threads)
     result: dict[str, Any] = {
         "threads": threads,
         "kernel": VectorIndex.kernel(),
         "env": {v: os.environ.get(v) for v in THREAD_VARS},
-        "numpy_sum_Bps": numpy_bandwidth(threads, rounds * 2),
-        "sizes": [bench_size(n, threads, rounds, peers) for n in sizes],
+        "sizes": [bench_size(n, threads, rounds, peers, numpy_sum) for n in sizes],
     }
     dest.write_text(json.dumps(result), encoding="utf-8")
 
@@ -241,9 +255,19 @@ def run_setting(threads: int, sizes: list[int], rounds: int) -> dict[str, Any]:
 
 def summarize(setting: dict[str, Any]) -> dict[str, Any]:
     """Adds the bandwidth yardstick, our fraction of it, and our ratios to the peers."""
+    # DRAM bandwidth: the numpy sum over 1.5 GB, and a streaming read of vectors.idx when
+    # it is as large (smaller files stay in cache: their read speed is reported apart).
+    dram = max(
+        [size["numpy_sum_Bps"] for size in setting["sizes"]]
+        + [
+            size["stream_read_Bps"]
+            for size in setting["sizes"]
+            if size["size"] * RECORD_BYTES >= BANDWIDTH_BYTES // 2
+        ]
+    )
+    setting["bandwidth_GBps"] = dram / 1e9
     for size in setting["sizes"]:
-        yardstick = max(setting["numpy_sum_Bps"], size["stream_read_Bps"])
-        size["bandwidth_GBps"] = yardstick / 1e9
+        size["bandwidth_GBps"] = dram / 1e9
         ours = size["systems"]["kbdb"]
         size["kbdb_fraction_of_bandwidth"] = ours["GBps"] / size["bandwidth_GBps"]
         size["kbdb_speedup"] = {
@@ -280,17 +304,17 @@ def report(settings: list[dict[str, Any]]) -> None:
             rows.append(
                 [
                     f"{size['size']:,}",
-                    "read bandwidth",
+                    "stream_read (same file)",
                     None,
                     None,
-                    size["bandwidth_GBps"],
+                    size["stream_read_Bps"] / 1e9,
                     None,
                     None,
                 ]
             )
         print_table(
             f"Vector scan, top {TOP_K}, {DIMS}-d f32, {label}, kernel {s['kernel']} "
-            f"(numpy sum {s['numpy_sum_Bps'] / 1e9:.1f} GB/s)",
+            f"(read bandwidth {s['bandwidth_GBps']:.1f} GB/s)",
             ["size", "system", "ms/query", "M vectors/s", "GB/s", "of bandwidth", "kbdb ×"],
             rows,
         )
@@ -320,18 +344,17 @@ def main() -> int:
         for size in s["sizes"]
         if size["size"] == 1_000_000
     ]
+
+    def met(g: dict[str, Any]) -> bool:
+        fast = all(
+            v is None or v >= 1.0 for k, v in g["kbdb_speedup"].items() if k in ("numpy", "faiss")
+        )
+        return bool(g["fraction_of_bandwidth"] >= GOAL_FRACTION and fast)
+
     goals = {
         "fraction_of_bandwidth_at_1M": GOAL_FRACTION,
-        "met": bool(at_1m)
-        and all(
-            g["fraction_of_bandwidth"] >= GOAL_FRACTION
-            and all(
-                v is None or v >= 1.0
-                for k, v in g["kbdb_speedup"].items()
-                if k in ("numpy", "faiss")
-            )
-            for g in at_1m
-        ),
+        "no_slower_than": ["numpy", "faiss"],
+        "met_by_threads": {str(g["threads"]): met(g) for g in at_1m},
     }
     path = write_result(
         "vector_scan",
@@ -345,9 +368,13 @@ def main() -> int:
             "settings": settings,
         },
     )
+    verdict = ", ".join(
+        f"{'1 thread' if t == '1' else t + ' threads'}: {'met' if ok else 'NOT met'}"
+        for t, ok in goals["met_by_threads"].items()
+    )
     print(
-        f"\ngoal (≥ {GOAL_FRACTION} of bandwidth at 1M, no slower than numpy and faiss): "
-        f"{'met' if goals['met'] else 'NOT met'}; wrote {path}"
+        f"\ngoal at 1M (≥ {GOAL_FRACTION} of bandwidth, no slower than numpy and faiss): "
+        f"{verdict or 'not measured'}; wrote {path}"
     )
     return 0
 
