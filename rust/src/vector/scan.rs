@@ -9,8 +9,9 @@
 //! piece boundaries or thread count.
 //!
 //! Below [`PARALLEL_MIN_RECORDS`] records in total, or with [`Threads::Current`], the scan
-//! runs on the calling thread; otherwise on rayon, with about four pieces per thread so
-//! that a slow thread does not hold up the others.
+//! runs on the calling thread; otherwise on rayon, with about [`PIECES_PER_THREAD`] pieces
+//! per thread so that a thread slowed by another process on its core (the bench machine is
+//! shared) does not hold up the others: work stealing evens out the tail.
 //!
 //! At 384 dims the scan is memory-bound: on the 2-core AVX-512 bench machine one record
 //! costs ~28 ns from cache and ~60 ns from DRAM (1M records, one thread), and the scan
@@ -37,8 +38,10 @@ use super::{KbidHash, Score};
 pub const PARALLEL_MIN_RECORDS: usize = 16_384;
 /// Rows scored per kernel call.
 const BLOCK_ROWS: usize = 256;
-/// Smallest piece handed to one rayon task.
-const MIN_PIECE_RECORDS: usize = 4_096;
+/// Smallest piece handed to one rayon task (~12 MB at 384 dims).
+const MIN_PIECE_RECORDS: usize = 8_192;
+/// Pieces per thread above that size; each costs one top-k heap and its merge.
+const PIECES_PER_THREAD: usize = 16;
 
 /// One record file and which of its records may be scored (`None`: all).
 #[derive(Clone, Copy)]
@@ -137,7 +140,7 @@ pub fn scan(parts: &[Part<'_>], q: &[f32], k: usize, threads: Threads) -> Vec<(K
     }
     let run = || {
         let piece = total
-            .div_ceil(rayon::current_num_threads() * 4)
+            .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
             .max(MIN_PIECE_RECORDS);
         let pieces: Vec<(Part<'_>, usize, usize)> = parts
             .iter()
