@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::bm25f::{CorpusStats, FieldNorms};
+use super::bm25f::CorpusStats;
+use super::cache::SnapshotCache;
 use super::manifest::MANIFEST_FILE;
-use super::{Manifest, Score, SegmentMeta, SegmentReader, Tombstones, FIELD_COUNT};
+use super::{Manifest, SegmentMeta, SegmentReader, Tombstones};
 use crate::error::{Error, Result};
 use crate::format::write_new_atomic;
 use crate::text::Analyzer;
@@ -34,15 +35,9 @@ pub struct Snapshot {
     pub manifest: Manifest,
     pub segments: Vec<LoadedSegment>,
     pub stats: CorpusStats,
-    factors: Mutex<Vec<(NormsKey, Arc<DocFactors>)>>,
+    /// What queries on this snapshot share (doc factors, term lookups).
+    pub cache: SnapshotCache,
 }
-
-/// Per segment, per doc: `w_f / norm_f(d)` for one set of BM25F parameters.
-pub type DocFactors = Vec<Vec<[Score; FIELD_COUNT]>>;
-type NormsKey = [u32; 3 * FIELD_COUNT];
-
-/// Parameter sets whose doc factors a snapshot keeps (queries rarely vary them).
-const FACTOR_SETS: usize = 2;
 
 impl Snapshot {
     pub(super) fn new(manifest: Manifest, segments: Vec<LoadedSegment>) -> Snapshot {
@@ -57,36 +52,8 @@ impl Snapshot {
             manifest,
             segments,
             stats,
-            factors: Mutex::new(Vec::new()),
+            cache: SnapshotCache::default(),
         }
-    }
-
-    /// Every doc's length-normalization factors under `norms`: computed on first use (three
-    /// divisions per doc) and shared by every later query with the same parameters, so
-    /// scoring a posting is multiplications and one division. Lengths and corpus averages
-    /// are fixed for the snapshot's lifetime, so entries never go stale.
-    pub fn doc_factors(&self, norms: &FieldNorms) -> Arc<DocFactors> {
-        let key = norms.key();
-        let mut cache = self.factors.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = cache.iter().position(|(k, _)| *k == key) {
-            let entry = cache.remove(i);
-            let table = entry.1.clone();
-            cache.insert(0, entry);
-            return table;
-        }
-        let table: Arc<DocFactors> = Arc::new(
-            self.segments
-                .iter()
-                .map(|s| {
-                    (0..s.reader.doc_count())
-                        .map(|d| norms.doc_factors(s.reader.field_lens(d)))
-                        .collect()
-                })
-                .collect(),
-        );
-        cache.insert(0, (key, table.clone()));
-        cache.truncate(FACTOR_SETS);
-        table
     }
 }
 

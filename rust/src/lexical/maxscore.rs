@@ -167,12 +167,32 @@ impl Plan {
     }
 }
 
-/// The window's rows: per touched doc, one value and one field mask per essential clause.
+/// The window's rows: per touched doc, one value and one field mask per essential clause
+/// (valid where its `set` bit is), and an upper bound of their sum.
 struct Rows<'b> {
     values: &'b mut [Score],
     masks: &'b mut [u8],
+    /// Per row, `set_words` words: bit k set = column k holds a value.
+    set: &'b mut [u64],
+    /// Per row: Σ weight × score over the postings it got, at least its clauses' sum.
+    bound: &'b mut [Score],
     /// Bitset of the window's touched docs.
     touched: &'b mut [u64],
+}
+
+/// One touched doc's row.
+struct Row<'r> {
+    values: &'r [Score],
+    masks: &'r [u8],
+    set: &'r [u64],
+    bound: Score,
+}
+
+impl Row<'_> {
+    #[inline]
+    fn has(&self, k: usize) -> bool {
+        self.set.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 == 1)
+    }
 }
 
 /// The non-essential side of a candidate's evaluation.
@@ -242,6 +262,8 @@ impl Matches<'_> {
 struct Buffers {
     rows: Vec<Score>,
     row_masks: Vec<u8>,
+    row_set: Vec<u64>,
+    row_bound: Vec<Score>,
     touched: Vec<u64>,
     bits: Vec<u64>,
     list: Vec<DocOrd>,
@@ -280,15 +302,19 @@ impl<'s> SegmentSearch<'_, 's> {
         let m = plan.clauses.len();
         if self.top.capacity() > 0 && m > 0 {
             let max_width = ((ROW_TABLE / m) as u32).clamp(64, MAX_WINDOW);
-            let cells = max_width as usize * m;
-            if bufs.rows.len() < cells {
-                bufs.rows.resize(cells, 0.0);
-                bufs.row_masks.resize(cells, 0);
+            let width = max_width as usize;
+            if bufs.rows.len() < width * m {
+                bufs.rows.resize(width * m, 0.0);
+                bufs.row_masks.resize(width * m, 0);
             }
-            bufs.touched.resize(max_width.div_ceil(64) as usize, 0);
+            bufs.row_set.resize(width * m.div_ceil(64), 0);
+            bufs.row_bound.resize(width, 0.0);
+            bufs.touched.resize(width.div_ceil(64), 0);
             let mut rows = Rows {
                 values: &mut bufs.rows,
                 masks: &mut bufs.row_masks,
+                set: &mut bufs.row_set,
+                bound: &mut bufs.row_bound,
                 touched: &mut bufs.touched,
             };
             let mut seek = Seekers {
@@ -325,6 +351,7 @@ impl<'s> SegmentSearch<'_, 's> {
     ) -> Step<()> {
         let p = self.p;
         let me = plan.essential;
+        let sw = me.div_ceil(64);
         let words = ((hi - lo) as usize).div_ceil(64);
         rows.touched[..words].fill(0);
         for &(t, a, b) in &plan.terms {
@@ -339,12 +366,11 @@ impl<'s> SegmentSearch<'_, 's> {
                 for (j, &d) in block.docs[..n].iter().enumerate() {
                     let i = (d - lo) as usize;
                     let (word, bit) = (i / 64, 1u64 << (i % 64));
-                    let row = &mut rows.values[i * me..(i + 1) * me];
-                    let row_masks = &mut rows.masks[i * me..(i + 1) * me];
+                    let set = &mut rows.set[i * sw..(i + 1) * sw];
                     if rows.touched[word] & bit == 0 {
                         rows.touched[word] |= bit;
-                        row.fill(0.0);
-                        row_masks.fill(0);
+                        set.fill(0);
+                        rows.bound[i] = 0.0;
                         matches.insert(d);
                     }
                     let tfs = block.tfs(j);
@@ -352,8 +378,17 @@ impl<'s> SegmentSearch<'_, 's> {
                     let s = p.norms.score(idf, tfs, factors.unwrap_or_default());
                     let mask = field_mask(tfs);
                     for &(k, w) in targets {
-                        row[k] = row[k].max(w * s);
-                        row_masks[k] |= mask;
+                        let (cell, v) = (i * me + k, w * s);
+                        let (sw_k, sb_k) = (k / 64, 1u64 << (k % 64));
+                        if set[sw_k] & sb_k == 0 {
+                            set[sw_k] |= sb_k;
+                            rows.values[cell] = v;
+                            rows.masks[cell] = mask;
+                        } else {
+                            rows.values[cell] = rows.values[cell].max(v);
+                            rows.masks[cell] |= mask;
+                        }
+                        rows.bound[i] += v;
                     }
                 }
                 cur.skip_in_block(n)?;
@@ -365,9 +400,13 @@ impl<'s> SegmentSearch<'_, 's> {
                 let i = word * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let d = lo + i as DocOrd;
-                if self.live(d) {
-                    let cells = i * me..(i + 1) * me;
-                    let row = (&rows.values[cells.clone()], &rows.masks[cells]);
+                if self.live(d) && !plan.below(rows.bound[i] + plan.prefix[plan.ne], self.top.threshold()) {
+                    let row = Row {
+                        values: &rows.values[i * me..(i + 1) * me],
+                        masks: &rows.masks[i * me..(i + 1) * me],
+                        set: &rows.set[i * sw..(i + 1) * sw],
+                        bound: rows.bound[i],
+                    };
                     self.candidate(d, row, plan, seek)?;
                 }
             }
@@ -380,13 +419,13 @@ impl<'s> SegmentSearch<'_, 's> {
     fn candidate(
         &mut self,
         d: DocOrd,
-        (row, row_masks): (&[Score], &[u8]),
+        row: Row<'_>,
         plan: &Plan,
         seek: &mut Seekers<'s>,
     ) -> Step<()> {
         let p = self.p;
         let theta = self.top.threshold();
-        let mut partial: Score = row.iter().sum();
+        let mut partial = row.bound;
         for j in (0..plan.ne).rev() {
             if plan.below(partial + plan.prefix[j + 1], theta) {
                 return Ok(());
@@ -410,12 +449,15 @@ impl<'s> SegmentSearch<'_, 's> {
             seek.masks[j] = mask;
             partial += best;
         }
+        // The exhaustive evaluation's sum: clause by clause in query order (absent clauses
+        // add +0.0, which changes nothing).
         let mut score: Score = 0.0;
         for &(_, src) in &plan.order {
-            score += match src {
-                Source::Essential(k) => row[k],
-                Source::NonEssential(j) => seek.values[j],
-            };
+            match src {
+                Source::Essential(k) if row.has(k) => score += row.values[k],
+                Source::Essential(_) => {}
+                Source::NonEssential(j) => score += seek.values[j],
+            }
         }
         if !self.top.would_accept(score) {
             return Ok(());
@@ -423,7 +465,8 @@ impl<'s> SegmentSearch<'_, 's> {
         self.doc_masks.fill(0);
         for &(c, src) in &plan.order {
             self.doc_masks[c] = match src {
-                Source::Essential(k) => row_masks[k],
+                Source::Essential(k) if row.has(k) => row.masks[k],
+                Source::Essential(_) => 0,
                 Source::NonEssential(j) => seek.masks[j],
             };
         }

@@ -16,13 +16,15 @@
 //! the manifest. Corpus statistics are summed over all segments, tombstoned docs included
 //! until a merge drops them (Lucene's semantics), so scores do not depend on segmentation.
 //!
-//! Modules: `codec` (varints), `postings`, `termdict`, `segment` (file format), `writer`
-//! (in-memory build), `tombstone`, `manifest`, `merge` (policy and merger), `bm25f`
-//! (scoring), `query` (request types, per-segment state, exhaustive evaluation), `strict`
-//! (AND matching), `maxscore` (pruned OR evaluation), `topk`, `index` (the public [`Index`]
-//! and snapshots), `update` (commit, rebuild, merge) and `search`.
+//! Modules: `codec` (varints, bit packing), `postings`, `termdict`, `segment` (file
+//! format), `writer` (in-memory build), `tombstone`, `manifest`, `merge` (policy and
+//! merger), `bm25f` (scoring), `query` (request types, per-segment state, exhaustive
+//! evaluation), `strict` (AND matching), `maxscore` (pruned OR evaluation), `topk`, `index`
+//! (the public [`Index`] and snapshots), `cache` (per-snapshot doc factors and term
+//! lookups), `update` (commit, rebuild, merge) and `search`.
 
 mod bm25f;
+mod cache;
 mod codec;
 mod index;
 mod manifest;

@@ -57,23 +57,16 @@ impl Index {
     fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
         let snap = self.snapshot();
         let mut p = Prepared::new(q, FieldNorms::new(&q.params, &snap.stats))?;
-        let factors = snap.doc_factors(&p.norms);
-        let mut infos: Vec<Vec<Option<TermInfo>>> = Vec::with_capacity(snap.segments.len());
-        for s in &snap.segments {
-            let dict = s.reader.termdict()?;
-            let row = p
-                .terms
-                .iter()
-                .map(|t| dict.get(t.as_bytes()).map_err(|m| s.reader.corrupt(m)));
-            infos.push(row.collect::<Result<_>>()?);
-        }
-        for t in 0..p.terms.len() {
-            p.df[t] = infos
-                .iter()
-                .filter_map(|row| row[t])
-                .map(|i| u64::from(i.df))
-                .sum();
-            p.idf[t] = snap.stats.idf(p.df[t]);
+        let factors = snap.cache.doc_factors(&snap.segments, &p.norms);
+        let mut infos: Vec<Vec<Option<TermInfo>>> =
+            vec![Vec::with_capacity(p.terms.len()); snap.segments.len()];
+        for (t, term) in p.terms.iter().enumerate() {
+            let entry = snap.cache.term(&snap.segments, term)?;
+            for (row, info) in infos.iter_mut().zip(&entry.infos) {
+                row.push(*info);
+            }
+            p.df[t] = entry.df;
+            p.idf[t] = snap.stats.idf(entry.df);
         }
         let one = |(i, s): (usize, &LoadedSegment)| {
             let allowed = match &q.allow {
