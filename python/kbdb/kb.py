@@ -419,6 +419,14 @@ class KnowledgeBase:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
+    # -- correct and navigate: revise, history, forget, documents, outline, tags, related --
+
+    # -- contradictions and skills -------------------------------------------------------
+
+    # -- maintenance: check, gc, export, import ------------------------------------------
+
+    # -- internals -----------------------------------------------------------------------
+
     def _refresh_vectors(self) -> None:
         """Catch the vector index up when another process's learn left it behind (the
         writer lock is free), as the lexical index does."""

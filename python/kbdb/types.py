@@ -185,3 +185,12 @@ class RebuildReport(_Dict):
     sections: int
     vectors: int
     elapsed_ms: float
+
+
+# -- lifecycle: revise, history, forget, navigation (SPEC §5) ------------------------------
+
+
+# -- near-duplicates, contradictions and skills (SPEC §8.5, §9) ----------------------------
+
+
+# -- maintenance: check, gc, export, import (SPEC §8) --------------------------------------

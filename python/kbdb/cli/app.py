@@ -91,9 +91,13 @@ cli.add_command(init_cmd.init)
 cli.add_command(learn_cmd.learn)
 cli.add_command(search_cmd.search)
 cli.add_command(read_cmd.recall)
+# lifecycle: revise, history, forget, docs, outline, tags, related
 cli.add_command(read_cmd.stats)
+# maintenance: check, gc (rebuild follows), then export, import
 cli.add_command(maintain_cmd.rebuild)
+# contradictions and skill
 cli.add_command(config_cmd.config)
+# mcp
 cli.add_command(eval_cmd.eval_, name="eval")
 cli.add_command(init_cmd.db)
 
