@@ -18,22 +18,21 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kbdb.errors import InvalidArgumentError, KbdbError, UnsupportedTypeError
+from kbdb.errors import InvalidArgumentError, KbdbError
 from kbdb.ingest import (
     FileEntry,
-    ParsedDocument,
     Skipped,
     compute_kbid,
     count_files,
+    load,
     read_text,
     source_key,
-    split_html,
-    split_markdown,
-    split_text,
     walk,
 )
+from kbdb.ingest.content import is_image, normalize_type, split_content
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.vectors import VectorStore
+from kbdb.secrets import POSSIBLE_SECRET, find_secrets
 from kbdb.store import Database, NewDocument, NewSection, ReplaceMode, WriteLock, apply_document
 from kbdb.store import queries as q
 from kbdb.types import DEFAULT_SECTION_TYPE, LearnReport, SectionReport, SkippedFile
@@ -100,8 +99,9 @@ def build_document(
     source_path: str | None,
     mode: ReplaceMode,
 ) -> Pending:
-    """Split ``text`` and compute kbids, source keys, parents and warnings."""
-    parsed = _split(text, type)
+    """Check and split ``text`` and compute kbids, source keys, parents and warnings."""
+    type = normalize_type(type)
+    parsed = split_content(text, type, title=title, description=description)
     doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
     doc_title = title or parsed.title
     stype = section_type or DEFAULT_SECTION_TYPE
@@ -127,6 +127,8 @@ def build_document(
             w.append("heading_missing")
         if not ps.content.strip():
             w.append("empty_content")
+        if not is_image(type) and find_secrets(ps.heading + "\n" + ps.content):
+            w.append(POSSIBLE_SECRET)
         warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
         sections.append(
             NewSection(
@@ -157,19 +159,6 @@ def build_document(
         sections=tuple(sections),
     )
     return Pending(doc, mode, warnings)
-
-
-def _split(text: str, type: str) -> ParsedDocument:
-    if type == "text/markdown":
-        return split_markdown(text)
-    if type == "text/html":
-        return split_html(text)
-    if type.startswith("text/") or type == "application/json":
-        return split_text(text)
-    raise UnsupportedTypeError(
-        f"content type {type!r} is not supported here",
-        hint="use text/markdown, text/*, text/html or application/json",
-    )
 
 
 class Learner:
@@ -225,6 +214,8 @@ class Learner:
                     count = self._index.index_terms(
                         s.heading, s.content, s.type, s.title, s.description
                     )
+                if is_image(s.type):
+                    count = 0  # SPEC §3: an image indexes its title, not its content
                 reports.append(
                     SectionReport(
                         kbid=s.kbid,
@@ -299,10 +290,16 @@ class Learner:
         single_file: bool,
         skipped: list[SkippedFile],
     ) -> Pending | None:
-        if entry.type.startswith("image/"):
-            return None  # image sections arrive with the content-types issue (#4)
+        title = None
         try:
-            text = read_text(entry)
+            if is_image(entry.type):
+                loaded = load(entry)
+                if isinstance(loaded, Skipped):
+                    skipped.append(SkippedFile(str(entry.path), loaded.reason, loaded.code))
+                    return None
+                text, title = loaded.content, entry.path.name
+            else:
+                text = read_text(entry)
         except KbdbError as e:
             reason = getattr(e, "reason", None) or e.message
             skipped.append(SkippedFile(str(entry.path), reason, _skip_code(e)))
@@ -316,18 +313,22 @@ class Learner:
             doc = docid
         else:
             doc = f"{docid}/{entry.rel}"
-        return build_document(
-            docid=doc,
-            source=entry.rel,
-            text=text,
-            type=entry.type,
-            title=None,
-            description=None,
-            tags=tags,
-            section_type=None,
-            source_path=str(entry.path),
-            mode="document",
-        )
+        try:
+            return build_document(
+                docid=doc,
+                source=entry.rel,
+                text=text,
+                type=entry.type,
+                title=title,
+                description=None,
+                tags=tags,
+                section_type=None,
+                source_path=str(entry.path),
+                mode="document",
+            )
+        except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
+            skipped.append(SkippedFile(str(entry.path), e.message, _skip_code(e)))
+            return None
 
 
 def make_report(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from kbdb.ingest.content import json_index_text
+
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -45,6 +47,8 @@ def index_fields(
         return head, description or "", ""
     if type == "text/markdown":
         body, code = split_code(content)
+    elif type == "application/json":
+        body, code = json_index_text(content), ""
     else:
         body, code = content, ""
     if description:
