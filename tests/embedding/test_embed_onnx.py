@@ -26,7 +26,7 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def test_every_golden_sentence_matches_sentence_transformers(
-    provider: OnnxEmbeddingProvider, model_dir: Path
+    provider: OnnxEmbeddingProvider, model_dir: Path, golden_min: float
 ) -> None:
     golden = np.load(model_dir / "reference_embeddings.npz", allow_pickle=False)
     sentences = [str(s) for s in golden["sentences"]]
@@ -35,17 +35,17 @@ def test_every_golden_sentence_matches_sentence_transformers(
     assert got.dtype == np.float32 and got.shape == (50, 384) and got.flags["C_CONTIGUOUS"]
     cos = cosines(got, golden["embeddings"])
     worst = int(cos.argmin())
-    assert cos.min() >= 0.9999, (worst, sentences[worst][:80], float(cos[worst]))
+    assert cos.min() >= golden_min, (worst, sentences[worst][:80], float(cos[worst]))
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
 
 
 def test_golden_sentences_one_at_a_time_match_too(
-    provider: OnnxEmbeddingProvider, model_dir: Path
+    provider: OnnxEmbeddingProvider, model_dir: Path, golden_min: float
 ) -> None:
     golden = np.load(model_dir / "reference_embeddings.npz", allow_pickle=False)
     for sentence, want in list(zip(golden["sentences"], golden["embeddings"], strict=True))[::7]:
         got = provider.embed([str(sentence)])
-        assert cosines(got, want[None, :])[0] >= 0.9999
+        assert cosines(got, want[None, :])[0] >= golden_min
 
 
 def test_batch_order_is_preserved_with_mixed_lengths(
