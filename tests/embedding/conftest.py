@@ -8,16 +8,16 @@ so: they are never skipped.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.model_fetch import FetchError, find_model_dir, golden_bound
 
 from kbdb.embedding import ModelFiles
-from tests.model_fetch import FetchError, find_model_dir, golden_bound
+
 
 def find_test_model() -> Path:
     """The folder of the test model: ``KBDB_TEST_MODEL_DIR``, else the shared fp32 export,

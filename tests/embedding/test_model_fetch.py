@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider
 from tests import model_fetch
 from tests.model_fetch import INT8_BOUND, FetchError, fetch, golden_bound
+
+from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider
 
 
 def test_the_fallback_model_is_fetched_verified_and_close_to_the_goldens(tmp_path: Path) -> None:
