@@ -34,6 +34,7 @@ from kbdb.learn import (
     make_report,
     slug,
 )
+from kbdb.lifecycle import Lifecycle
 from kbdb.search.hybrid import search_fused
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, LexicalSearcher
@@ -42,14 +43,21 @@ from kbdb.search.vectors import VectorStore
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
 from kbdb.types import (
+    DocumentList,
+    ForgetResult,
+    HistoryResult,
     LearnReport,
+    Outline,
     RebuildReport,
     RecallResult,
+    RelatedResult,
+    ReviseResult,
     SearchMode,
     SearchResult,
     Section,
     SectionReport,
     Stats,
+    TagList,
 )
 
 KBDB_DIR = ".kbdb"
@@ -420,6 +428,67 @@ class KnowledgeBase:
         )
 
     # -- correct and navigate: revise, history, forget, documents, outline, tags, related --
+
+    def revise(
+        self,
+        kbid: str,
+        content: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] | None = None,
+        section_type: str | None = None,
+    ) -> ReviseResult:
+        """Correct one live section (SPEC §5): the new version gets a new kbid and the old
+        one is retired with ``superseded_by``, leaving search but staying recallable.
+        Fields not given keep their values; ``tags`` replaces the section's tags."""
+        return self._lifecycle().revise(
+            kbid,
+            content,
+            title=title,
+            description=description,
+            tags=None if tags is None else _tags(tags),
+            section_type=section_type,
+        )
+
+    def history(self, kbid: str) -> HistoryResult:
+        """The chain of versions ``kbid`` belongs to, oldest first, walked both ways."""
+        return self._lifecycle().history(kbid)
+
+    def forget(self, *kbids: str, docid: str | None = None) -> ForgetResult:
+        """Retire sections by kbid, or every section of a document. They leave search and
+        stay recallable by kbid; only ``gc`` removes them physically."""
+        return self._lifecycle().forget(kbids, docid)
+
+    def documents(
+        self, *, tags: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> DocumentList:
+        """Documents with live sections, by docid; ``tags``: the document has all of them."""
+        return self._lifecycle().documents(_tags(tags or ()), limit, offset)
+
+    def outline(self, docid: str) -> Outline:
+        """A document's heading tree (live sections)."""
+        return self._lifecycle().outline(docid)
+
+    def tags(self) -> TagList:
+        """Every tag of a live section, with its count, most used first."""
+        return self._lifecycle().tags()
+
+    def related(self, kbid: str, *, limit: int = 10) -> RelatedResult:
+        """Sections close to ``kbid``: its siblings first, then its nearest neighbours by
+        vector when the vector index is fresh, else by a lexical search."""
+        return self._lifecycle().related(kbid, limit)
+
+    def _lifecycle(self) -> Lifecycle:
+        return Lifecycle(
+            self._db,
+            self._lock,
+            self._index,
+            self._vectors,
+            self._lexical,
+            self._refresh_vectors,
+            self.config.learn.max_file_bytes,
+        )
 
     # -- contradictions and skills -------------------------------------------------------
 

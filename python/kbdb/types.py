@@ -190,7 +190,245 @@ class RebuildReport(_Dict):
 # -- lifecycle: revise, history, forget, navigation (SPEC §5) ------------------------------
 
 
+@dataclass(frozen=True)
+class ReviseResult(_Dict):
+    """``kbid`` is the new version; ``previous`` the one it retired. When only fields
+    outside the content address changed (title, description, tags, section type) the
+    section is updated in place and both are the same kbid."""
+
+    kbid: str
+    previous: str
+
+
+@dataclass(frozen=True)
+class HistoryEntry(_Dict):
+    kbid: str
+    created_at: str
+    retired_at: str | None
+    reason: str | None  # why it was retired: superseded, revised, removed, forgotten
+
+
+@dataclass(frozen=True)
+class HistoryResult(_Dict):
+    kbid: str
+    versions: tuple[HistoryEntry, ...]  # oldest first
+
+
+@dataclass(frozen=True)
+class ForgetResult(_Dict):
+    retired: tuple[str, ...]
+    already_retired: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DocumentInfo(_Dict):
+    docid: str
+    title: str | None
+    description: str | None
+    tags: tuple[str, ...]
+    source_path: str | None
+    type: str
+    sections: int  # live sections
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class DocumentList(_Dict):
+    items: tuple[DocumentInfo, ...]
+    total: int
+    offset: int
+    limit: int
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class OutlineNode(_Dict):
+    kbid: str
+    heading: str
+    level: int
+    children: tuple[OutlineNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outline(_Dict):
+    docid: str
+    title: str | None
+    nodes: tuple[OutlineNode, ...]
+
+
+@dataclass(frozen=True)
+class TagCount(_Dict):
+    tag: str
+    count: int
+
+
+@dataclass(frozen=True)
+class TagList(_Dict):
+    tags: tuple[TagCount, ...]
+
+
+@dataclass(frozen=True)
+class RelatedItem(_Dict):
+    """``score`` is the cosine for ``vector``, the BM25F score for ``lexical``, and None
+    for a ``sibling`` (siblings come first by position, not by score)."""
+
+    kbid: str
+    heading: str
+    docids: tuple[str, ...]
+    relation: Literal["sibling", "vector", "lexical"]
+    score: float | None
+
+
+@dataclass(frozen=True)
+class RelatedResult(_Dict):
+    kbid: str
+    method: Literal["vector", "lexical"]
+    items: tuple[RelatedItem, ...]
+
+
+
 # -- near-duplicates, contradictions and skills (SPEC §8.5, §9) ----------------------------
 
 
+@dataclass(frozen=True)
+class ContradictionMember(_Dict):
+    """One section of a ``contradictions`` group."""
+
+    kbid: str
+    heading: str
+    docids: tuple[str, ...]
+    snippet: str
+
+
+@dataclass(frozen=True)
+class ContradictionGroup(_Dict):
+    """Sections from different documents that cover the same ground. ``similarity`` is
+    the highest pairwise similarity inside the group."""
+
+    similarity: float
+    sections: tuple[ContradictionMember, ...]
+
+
+@dataclass(frozen=True)
+class ContradictionsResult(_Dict):
+    """SPEC §8.5. ``method``: ``vector`` (embedding cosine) or ``lexical`` (shingle
+    Jaccard); ``threshold``: the lowest similarity a pair needed."""
+
+    method: Literal["vector", "lexical"]
+    threshold: float
+    groups: tuple[ContradictionGroup, ...]
+
+
+@dataclass(frozen=True)
+class SkillLearnResult(_Dict):
+    """``previous``: the kbid of the version this one replaced, or None."""
+
+    name: str
+    kbid: str
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class SkillInfo(_Dict):
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    kbid: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class SkillList(_Dict):
+    skills: tuple[SkillInfo, ...]
+
+
+@dataclass(frozen=True)
+class Skill(_Dict):
+    """A skill in full (SPEC §9): its Markdown instructions in ``content``."""
+
+    name: str
+    description: str
+    content: str
+    tags: tuple[str, ...]
+    kbid: str
+    created_at: str
+
+
+
 # -- maintenance: check, gc, export, import (SPEC §8) --------------------------------------
+
+
+CheckCode = Literal[
+    "checksum_mismatch",
+    "orphan_section",
+    "orphan_document",
+    "broken_reference",
+    "type_mismatch",
+    "circular_reference",
+    "divergent_content",
+    "index_missing",
+    "index_behind",
+    "index_ahead",
+    "index_out_of_sync",
+    "vector_index_behind",
+    "vector_index_stale",
+    "truncated",
+]
+
+
+@dataclass(frozen=True)
+class CheckIssue(_Dict):
+    """One problem found by ``check``; ``kbid``/``docid`` name what it is about."""
+
+    code: str
+    detail: str
+    kbid: str | None = None
+    docid: str | None = None
+
+    _optional = frozenset({"kbid", "docid"})
+
+
+@dataclass(frozen=True)
+class CheckReport(_Dict):
+    """The integrity check (SPEC §8.1). ``ok`` is false when there is any error; warnings
+    (indexes behind, a stale vector index) do not make it false."""
+
+    ok: bool
+    errors: tuple[CheckIssue, ...]
+    warnings: tuple[CheckIssue, ...]
+    checked: dict[str, int]
+
+
+@dataclass(frozen=True)
+class GcReport(_Dict):
+    """What ``gc`` removed, or would remove with ``dry_run`` (SPEC §8.2). ``removed`` lists
+    ``section:<kbid>`` and ``document:<docid>`` entries, sorted. ``bytes_freed`` is measured
+    on a real run and estimated on a dry run."""
+
+    dry_run: bool
+    sections_removed: int
+    documents_removed: int
+    index_entries_removed: int
+    bytes_freed: int
+    removed: tuple[str, ...]
+    elapsed_ms: float
+    links_removed: int = 0
+    cache_entries_removed: int = 0
+
+
+@dataclass(frozen=True)
+class ExportReport(_Dict):
+    path: str
+    sections_exported: int
+    documents_exported: int
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class ImportReport(_Dict):
+    path: str
+    sections_imported: int
+    documents_imported: int
+    sections_skipped: int
+    elapsed_ms: float
