@@ -15,6 +15,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, cast, get_args
 
+from kbdb import contradictions as contra
+from kbdb import neardup, skills
 from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import (
     ContentTooLargeError,
@@ -35,6 +37,7 @@ from kbdb.learn import (
     slug,
 )
 from kbdb.lifecycle import Lifecycle
+from kbdb.neardup import NearDuplicateFinder
 from kbdb.search.hybrid import search_fused
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, LexicalSearcher
@@ -42,7 +45,9 @@ from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.search.vectors import VectorStore
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
+from kbdb.store import skills as skill_store
 from kbdb.types import (
+    ContradictionsResult,
     DocumentList,
     ForgetResult,
     HistoryResult,
@@ -56,6 +61,10 @@ from kbdb.types import (
     SearchResult,
     Section,
     SectionReport,
+    Skill,
+    SkillInfo,
+    SkillLearnResult,
+    SkillList,
     Stats,
     TagList,
 )
@@ -109,7 +118,13 @@ class KnowledgeBase:
         self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
         self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
         self._vectors = VectorStore(kbdir / INDEX_DIR, self._db, self.config.embedding, kbdir)
-        self._learner = Learner(self._db, self._lock, self._index, self._vectors)
+        self._near = NearDuplicateFinder(
+            self._db,
+            self._vectors,
+            jaccard=self.config.learn.near_duplicate_jaccard,
+            cosine=self.config.learn.near_duplicate_cosine,
+        )
+        self._learner = Learner(self._db, self._lock, self._index, self._vectors, self._near)
         self._synonyms: Synonyms | None = None
         self._synonyms_lock = threading.Lock()
 
@@ -419,6 +434,8 @@ class KnowledgeBase:
         with self._lock.hold():
             if lexical:
                 sections = self._index.rebuild()
+                with self._db.write() as conn:
+                    neardup.rebuild(conn)
             if vectors and self._vectors.enabled:
                 embedded = self._vectors.rebuild(reembed=reembed, progress=progress)
         return RebuildReport(
@@ -491,6 +508,115 @@ class KnowledgeBase:
         )
 
     # -- contradictions and skills -------------------------------------------------------
+
+    def contradictions(
+        self,
+        *,
+        threshold: float | None = None,
+        limit: int = 20,
+        tags: Sequence[str] | None = None,
+    ) -> ContradictionsResult:
+        """Groups of live sections from different documents that cover the same ground but
+        are not near-duplicates (SPEC §8.5): by embedding cosine when the vector index is
+        current, else by shingle Jaccard. ``threshold`` is the lowest similarity of a pair
+        (default 0.75 cosine, 0.5 Jaccard) and must stay below the near-duplicate one."""
+        vector = self._vectors.enabled and not self._vectors.stale()
+        method: Literal["vector", "lexical"] = "vector" if vector else "lexical"
+        high = (
+            self.config.learn.near_duplicate_cosine
+            if vector
+            else self.config.learn.near_duplicate_jaccard
+        )
+        low = contra.default_threshold(method) if threshold is None else threshold
+        if not isinstance(low, (int, float)) or isinstance(low, bool) or not 0 < low < high:
+            raise InvalidArgumentError(
+                f"threshold must be a number above 0 and below the near-duplicate threshold"
+                f" {high} ({method} similarity; got {threshold!r})",
+                hint="near-duplicates are reported by learn; lower the threshold",
+            )
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidArgumentError(f"limit must be an integer in 1..1000 (got {limit!r})")
+        wanted = _tags(tags) if tags else None
+        if vector:
+            self._refresh_vectors()
+            pairs = contra.vector_pairs(self._db, self._vectors, float(low), high)
+        else:
+            self._catch_up_signatures()
+            with self._db.read() as conn:
+                pairs = contra.lexical_pairs(conn, float(low), high)
+        with self._db.read() as conn:
+            return contra.group(
+                conn, pairs, method=method, threshold=float(low), tags=wanted, limit=limit
+            )
+
+    def skill_learn(
+        self, name: str, description: str, content: str, *, tags: Sequence[str] = ()
+    ) -> SkillLearnResult:
+        """Create the skill ``name`` (kebab-case), or replace it keeping its history: the
+        old version is superseded and stays readable by kbid and in ``history``."""
+        item = skills.pending(name, description, content, _tags(tags))
+        kbid = item.doc.sections[0].kbid
+        with self._lock.hold():
+            reports, _ = self._learner.learn_pending([item])
+            with self._db.write() as conn:
+                changed = skill_store.set_metadata(
+                    conn, item.doc.docid, kbid, item.doc.description or "", item.doc.tags
+                )
+            if changed:
+                self._index.catch_up()
+                self._vectors.catch_up()
+        return SkillLearnResult(name=name, kbid=kbid, previous=reports[0].superseded)
+
+    def skill_learn_path(self, path: str | os.PathLike[str]) -> SkillLearnResult:
+        """Learn a skill from a folder holding ``SKILL.md``, or from the file itself: its
+        YAML front matter gives name (else the folder's name), description and tags."""
+        name, description, content, tags = skills.read_skill_file(Path(path).expanduser())
+        return self.skill_learn(name, description, content, tags=tags)
+
+    def skill_list(self) -> SkillList:
+        """Every live skill, by name."""
+        with self._db.read() as conn:
+            rows = skill_store.live_skills(conn)
+            tags = q.tags_of(conn, [r[1] for r in rows])
+        return SkillList(
+            skills=tuple(
+                SkillInfo(
+                    name=skills.name_of(doc),
+                    description=desc,
+                    tags=tuple(tags.get(kbid, ())),
+                    kbid=kbid,
+                    updated_at=updated,
+                )
+                for doc, kbid, desc, _, _, updated in rows
+            )
+        )
+
+    def skill_get(self, name: str) -> Skill:
+        """The skill ``name`` in full; NOT_FOUND when there is none."""
+        skills.check_name(name)
+        with self._db.read() as conn:
+            row = skill_store.skill(conn, skills.docid(name))
+            if row is None:
+                raise NotFoundError(f"no skill {name!r}", hint="list them with 'kbdb skill list'")
+            tags = q.tags_of(conn, [row[1]])
+        _, kbid, desc, content, created, _ = row
+        return Skill(
+            name=name,
+            description=desc,
+            content=content,
+            tags=tuple(tags.get(kbid, ())),
+            kbid=kbid,
+            created_at=created,
+        )
+
+    def _catch_up_signatures(self) -> None:
+        """Bring the near-duplicate band table up to the change log (forget, revise and
+        import write only the log); readers never wait for it."""
+        with self._db.read() as conn:
+            behind = neardup.is_behind(conn)
+        if behind:
+            with self._lock.hold(), self._db.write() as conn:
+                neardup.catch_up(conn)
 
     # -- maintenance: check, gc, export, import ------------------------------------------
 

@@ -30,12 +30,27 @@ from kbdb.ingest import (
     walk,
 )
 from kbdb.ingest.content import is_image, normalize_type, split_content
+from kbdb.neardup import NearDuplicateFinder
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.vectors import VectorStore
 from kbdb.secrets import POSSIBLE_SECRET, find_secrets
-from kbdb.store import Database, NewDocument, NewSection, ReplaceMode, WriteLock, apply_document
+from kbdb.store import (
+    Database,
+    DocumentOutcome,
+    NewDocument,
+    NewSection,
+    ReplaceMode,
+    WriteLock,
+    apply_document,
+)
 from kbdb.store import queries as q
-from kbdb.types import DEFAULT_SECTION_TYPE, LearnReport, SectionReport, SkippedFile
+from kbdb.types import (
+    DEFAULT_SECTION_TYPE,
+    LearnReport,
+    NearDuplicate,
+    SectionReport,
+    SkippedFile,
+)
 
 BATCH_FILES = 256
 BATCH_SECTIONS = 8_192
@@ -165,12 +180,18 @@ class Learner:
     """Runs learns against one knowledge base."""
 
     def __init__(
-        self, db: Database, lock: WriteLock, index: LexicalIndex, vectors: VectorStore
+        self,
+        db: Database,
+        lock: WriteLock,
+        index: LexicalIndex,
+        vectors: VectorStore,
+        near: NearDuplicateFinder | None = None,
     ) -> None:
         self._db = db
         self._lock = lock
         self._index = index
         self._vectors = vectors
+        self._near = near
 
     def learn_pending(
         self, pending: Sequence[Pending]
@@ -194,10 +215,13 @@ class Learner:
                 live_before = q.live_count(conn)
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
+                if self._near is not None:
+                    self._near.catch_up(conn)  # in this transaction: atomic with the learn
             terms = self._index.catch_up()
             # Embedding follows the lexical commit: a provider failure never loses the
             # learn, the section just stays lexical-only until a rebuild.
             failed = self._vectors.catch_up(live_before=live_before)
+            near = self._find_near(pending, outcomes)
         for p, out in zip(pending, outcomes, strict=True):
             if out.unchanged:
                 totals["documents_unchanged"] += 1
@@ -223,12 +247,28 @@ class Learner:
                         indexed_terms_count=count,
                         superseded=out.superseded.get(s.kbid),
                         warnings=p.warnings.get(s.kbid, ()),
+                        near_duplicates=near.get(s.kbid, ()),
                         docid=p.doc.docid,
                         status=status,
                         vector_embedding_failed=s.kbid in failed,
                     )
                 )
         return reports, totals
+
+    def _find_near(
+        self, pending: Sequence[Pending], outcomes: Sequence[DocumentOutcome]
+    ) -> dict[str, tuple[NearDuplicate, ...]]:
+        """Near-duplicates of the sections this learn stored or linked (an unchanged
+        section was checked when it was first learned)."""
+        if self._near is None:
+            return {}
+        kbids = [
+            s.kbid
+            for p, out in zip(pending, outcomes, strict=True)
+            for s in p.doc.sections
+            if out.status.get(s.kbid) in ("added", "linked")
+        ]
+        return self._near.find(list(dict.fromkeys(kbids)))
 
     def learn_paths(
         self,

@@ -1,0 +1,382 @@
+"""Near-duplicate detection at learn time, and candidate pairs for ``contradictions``
+(SPEC §3 result table, §8.5). The algorithm and its parameters are documented, with the
+S-curve and measured precision and recall, in docs/knowledge.md.
+
+- **Shingles**: a section's text (heading, then content) is lower-cased and cut into word
+  tokens (``\\w+``); its shingles are the runs of ``SHINGLE`` consecutive tokens, hashed to
+  64 bits. A section with fewer tokens than ``SHINGLE`` has one shingle, all its tokens, so
+  it is a near-duplicate only of a section with the very same words. A section without
+  tokens (empty, or an image) has no shingles and is never compared.
+- **MinHash + LSH**: ``PERMS = BANDS * ROWS`` MinHash values, cut into ``BANDS`` bands of
+  ``ROWS``; each band is hashed to one signed 64-bit key and stored in
+  ``neardup_bands(key, id)``. Two sections are candidates when they share a band key; the
+  probability is ``1 - (1 - J**ROWS)**BANDS`` for Jaccard ``J`` (``lsh_recall``).
+- **Verification**: candidates are re-shingled from their stored content and kept when the
+  exact Jaccard of the shingle sets reaches the threshold. The band table never decides a
+  result alone.
+- **Maintenance**: the tables follow the store's change log through a watermark in
+  ``meta`` (``neardup_watermark``), like the lexical and vector indexes. A learn catches up
+  inside its own write transaction, so its sections are in the table when it reports;
+  anything else that writes the change log (revise, forget, import) is caught up by the
+  next learn or ``contradictions``. A knowledge base made before these tables existed, or
+  with other parameters (``neardup_params``), is backfilled from its live sections on
+  first use.
+
+numpy is imported inside the functions that hash, never at module import: ``kbdb search``
+in lexical mode must not pay for it (SPEC §11).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kbdb.store import Database
+from kbdb.store import queries as q
+from kbdb.store import signatures as sig
+from kbdb.types import NearDuplicate
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from kbdb.search.vectors import VectorStore
+
+    U64 = npt.NDArray[np.uint64]
+
+SHINGLE = 3
+"""Tokens per shingle. 3 keeps one changed word from moving a 60-token section below
+J = 0.85 (it changes at most 3 of ~58 shingles: J ≈ 0.9), while two sections that merely
+share vocabulary in another order stay far apart."""
+
+BANDS = 20
+ROWS = 5
+PERMS = BANDS * ROWS
+"""20 bands of 5 rows: a pair at J = 0.85 becomes a candidate with probability
+1 - (1 - 0.85**5)**20 = 0.999992; at J = 0.5 with 0.47, at J = 0.3 with 0.047, at
+J = 0.2 with 0.0064 (docs/knowledge.md has the whole curve)."""
+
+SEED = 0x6B626462  # "kbdb"
+PARAMS = f"shingle={SHINGLE};bands={BANDS};rows={ROWS};seed={SEED};v=1"
+MAX_REPORTED = 10
+"""Near-duplicates reported per section, the most similar first."""
+MAX_BUCKET = 64
+"""``contradictions`` skips a band bucket with more members than this: such a bucket is
+boilerplate shared by many sections (a licence footer), and pairing all of it would be the
+all-pairs comparison the band table exists to avoid."""
+
+_MERSENNE = (1 << 61) - 1
+_TOKEN = re.compile(r"\w+")
+
+
+# -- shingles and signatures ------------------------------------------------------------
+
+
+def section_text(heading: str, content: str, type: str) -> str | None:
+    """What a section is compared on: heading and content; None for images (base64)."""
+    if type.startswith("image/"):
+        return None
+    return f"{heading}\n{content}"
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def shingles(text: str) -> U64:
+    """The sorted, distinct 64-bit hashes of ``text``'s word shingles (empty: no tokens)."""
+    import numpy as np
+
+    toks = tokens(text)
+    if not toks:
+        return np.zeros(0, dtype=np.uint64)
+    h = np.fromiter(
+        (zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in toks),
+        dtype=np.uint64,
+        count=len(toks),
+    )
+    if len(h) < SHINGLE:
+        # The short-section rule: one shingle of all its tokens.
+        acc = np.uint64(len(h))
+        for v in h:
+            acc = acc * np.uint64(0x100000001B3) + v
+        return np.array([acc], dtype=np.uint64)
+    n = len(h) - SHINGLE + 1
+    acc = np.full(n, SHINGLE, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(SHINGLE):
+            acc = acc * np.uint64(0x100000001B3) + h[j : j + n]
+        acc ^= acc >> np.uint64(29)
+        acc *= np.uint64(0xBF58476D1CE4E5B9)
+        acc ^= acc >> np.uint64(32)
+    return np.unique(acc)
+
+
+@dataclass(frozen=True)
+class _Perms:
+    a: U64
+    b: U64
+    band_mul: U64
+
+
+_PERMS: _Perms | None = None
+
+
+def _perms() -> _Perms:
+    global _PERMS
+    if _PERMS is None:
+        import numpy as np
+
+        rng = np.random.default_rng(SEED)
+        a = rng.integers(1, 1 << 31, PERMS, dtype=np.uint64)
+        b = rng.integers(0, 1 << 31, PERMS, dtype=np.uint64)
+        mul = rng.integers(1, 1 << 63, ROWS, dtype=np.uint64) | np.uint64(1)
+        _PERMS = _Perms(a, b, mul)
+    return _PERMS
+
+
+def band_keys(sh: U64) -> U64:
+    """``BANDS`` band keys (as uint64) of a non-empty shingle set: MinHash with
+    ``h_i(x) = (a_i x + b_i) mod (2**61 - 1)`` over the 32-bit folded shingles, then each
+    band's ``ROWS`` values mixed with its band number into one key."""
+    import numpy as np
+
+    p = _perms()
+    x = (sh ^ (sh >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    # a < 2**31 and x < 2**32: a*x + b < 2**64, no overflow before the modulus.
+    sig = ((p.a[:, None] * x[None, :] + p.b[:, None]) % np.uint64(_MERSENNE)).min(axis=1)
+    rows = sig.reshape(BANDS, ROWS)
+    with np.errstate(over="ignore"):
+        keys = (rows * p.band_mul[None, :]).sum(axis=1, dtype=np.uint64)
+        keys += np.arange(BANDS, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        keys ^= keys >> np.uint64(31)
+        keys *= np.uint64(0x94D049BB133111EB)
+        keys ^= keys >> np.uint64(29)
+    return keys
+
+
+def jaccard(a: U64, b: U64) -> float:
+    """Exact Jaccard of two sorted distinct shingle-hash arrays."""
+    import numpy as np
+
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    inter = len(np.intersect1d(a, b, assume_unique=True))
+    return inter / (len(a) + len(b) - inter)
+
+
+def lsh_recall(j: float, bands: int = BANDS, rows: int = ROWS) -> float:
+    """The probability that a pair at Jaccard ``j`` shares at least one band."""
+    return float(1.0 - (1.0 - j**rows) ** bands)
+
+
+# -- the tables (SQL in kbdb.store.signatures) --------------------------------------------
+
+
+def is_behind(conn: sqlite3.Connection) -> bool:
+    """True when the tables miss change-log rows (or do not exist yet)."""
+    if not sig.has_tables(conn) or sig.get_meta(conn, sig.PARAMS_KEY) != PARAMS:
+        return True
+    mark = sig.get_meta(conn, sig.WATERMARK_KEY)
+    return mark is None or int(mark) < q.max_seq(conn)
+
+
+def catch_up(conn: sqlite3.Connection) -> int:
+    """Bring the tables up to the change log, inside the caller's write transaction (the
+    caller holds the writer lock). Returns the number of sections (re)signed."""
+    sig.ensure_tables(conn)
+    head = q.max_seq(conn)
+    mark = sig.get_meta(conn, sig.WATERMARK_KEY)
+    if sig.get_meta(conn, sig.PARAMS_KEY) != PARAMS or mark is None or int(mark) > head:
+        return rebuild(conn)
+    if int(mark) == head:
+        return 0
+    changed = q.changed_kbids(conn, int(mark))
+    sig.forget(conn, changed)
+    rows = q.index_rows(conn, changed)
+    n = _insert(conn, ((r[0], r[1], r[2], r[3]) for r in rows if r[6]))
+    sig.set_meta(conn, sig.WATERMARK_KEY, str(head))
+    return n
+
+
+def rebuild(conn: sqlite3.Connection) -> int:
+    """Sign every live section afresh (backfill, or new parameters), inside a write."""
+    sig.ensure_tables(conn)
+    head = q.max_seq(conn)
+    sig.clear(conn)
+    n = 0
+    for batch in q.iter_live_index_rows(conn):
+        n += _insert(conn, ((r[0], r[1], r[2], r[3]) for r in batch))
+    sig.set_meta(conn, sig.PARAMS_KEY, PARAMS)
+    sig.set_meta(conn, sig.WATERMARK_KEY, str(head))
+    return n
+
+
+def forget_signatures(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
+    """Drop the rows of ``kbids`` (for ``gc``, which deletes sections), inside a write.
+    Unknown kbids are ignored. Returns the number of sections dropped."""
+    return sig.forget(conn, kbids)
+
+
+def _insert(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, str]]) -> int:
+    n = 0
+    for kbid, heading, content, type_ in rows:
+        text = section_text(heading, content, type_)
+        if text is None:
+            continue
+        sh = shingles(text)
+        if len(sh) == 0:
+            continue
+        sig.insert(conn, kbid, band_keys(sh).astype("<u8").tobytes())
+        n += 1
+    return n
+
+
+# -- queries ------------------------------------------------------------------------------
+
+
+class ShingleCache:
+    """Shingle sets of stored sections, computed once per call from their content."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._sets: dict[str, U64] = {}
+
+    def get(self, kbids: Sequence[str]) -> dict[str, U64]:
+        import numpy as np
+
+        todo = [k for k in dict.fromkeys(kbids) if k not in self._sets]
+        for r in q.index_rows(self._conn, todo):
+            text = section_text(r[1], r[2], r[3])
+            self._sets[r[0]] = shingles(text) if text else np.zeros(0, dtype=np.uint64)
+        return {k: self._sets[k] for k in kbids if k in self._sets}
+
+
+def lexical_near_duplicates(
+    conn: sqlite3.Connection, kbids: Sequence[str], threshold: float
+) -> dict[str, dict[str, float]]:
+    """For each of ``kbids``: live sections at exact shingle Jaccard >= ``threshold``."""
+    cache = ShingleCache(conn)
+    out: dict[str, dict[str, float]] = {}
+    for kbid in kbids:
+        cands = sig.live_candidates(conn, kbid)
+        if not cands:
+            continue
+        sets = cache.get([kbid, *cands])
+        mine = sets.get(kbid)
+        if mine is None:
+            continue
+        found = {}
+        for c in cands:
+            other = sets.get(c)
+            if other is None:
+                continue
+            j = jaccard(mine, other)
+            if j >= threshold:
+                found[c] = round(j, 4)
+        if found:
+            out[kbid] = found
+    return out
+
+
+def candidate_pairs(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Pairs of live sections that share a band, each once. One pass over the band table,
+    so the cost grows with the table and the bucket sizes, never with its square; buckets
+    larger than ``MAX_BUCKET`` are skipped."""
+    seen: set[tuple[int, int]] = set()
+    for bucket in sig.buckets(conn):
+        if len(bucket) > MAX_BUCKET:
+            continue
+        for i, a in enumerate(bucket):
+            for b in bucket[i + 1 :]:
+                seen.add((a, b) if a < b else (b, a))
+    if not seen:
+        return []
+    names = sig.live_kbids_of_ids(conn, sorted({i for p in seen for i in p}))
+    return [(names[a], names[b]) for a, b in sorted(seen) if a in names and b in names]
+
+
+# -- learn time ---------------------------------------------------------------------------
+
+
+def cached_vectors(
+    conn: sqlite3.Connection, vectors: VectorStore, rows: Sequence[q.IndexRow]
+) -> dict[str, bytes]:
+    """The cached embeddings (float32 bytes) of ``rows`` under the configured model."""
+    from kbdb.search.vectors import embedding_text, text_sha
+
+    shas: dict[str, str] = {}
+    for kbid, heading, content, type_, title, description, _ in rows:
+        text = embedding_text(heading, content, type_, title, description)
+        if text is not None:
+            shas[kbid] = text_sha(text)
+    cached = q.cached_embeddings(conn, vectors.model_name, list(set(shas.values())))
+    return {k: cached[s] for k, s in shas.items() if s in cached}
+
+
+def vector_near_duplicates(
+    db: Database, vectors: VectorStore, kbids: Sequence[str], threshold: float
+) -> dict[str, dict[str, float]]:
+    """For each of ``kbids``: live sections at embedding cosine >= ``threshold``, by an
+    exact top-k scan of the vector index (Rust, SIMD) with the section's own vector."""
+    import numpy as np
+
+    if not vectors.enabled or vectors.stale():
+        return {}
+    index = vectors.index()
+    if index is None:
+        return {}
+    with db.read() as conn:
+        vecs = cached_vectors(conn, vectors, q.index_rows(conn, kbids))
+    out: dict[str, dict[str, float]] = {}
+    for kbid in kbids:
+        raw = vecs.get(kbid)
+        if raw is None:
+            continue
+        found, scores = index.search(np.frombuffer(raw, dtype=np.float32), limit=MAX_REPORTED + 1)
+        hits = {
+            k: round(float(s), 4)
+            for k, s in zip(found, scores, strict=True)
+            if k != kbid and s >= threshold
+        }
+        if hits:
+            out[kbid] = hits
+    return out
+
+
+class NearDuplicateFinder:
+    """What a learn asks for its new sections (SPEC §3, ``near_duplicates``)."""
+
+    def __init__(
+        self, db: Database, vectors: VectorStore, *, jaccard: float, cosine: float
+    ) -> None:
+        self._db = db
+        self._vectors = vectors
+        self.jaccard = jaccard
+        self.cosine = cosine
+
+    def catch_up(self, conn: sqlite3.Connection) -> None:
+        """Inside the learn's write transaction."""
+        catch_up(conn)
+
+    def find(self, kbids: Sequence[str]) -> dict[str, tuple[NearDuplicate, ...]]:
+        """Near-duplicates of each of ``kbids``: Jaccard when it passes (the similarity
+        reported), else cosine; the most similar first, at most ``MAX_REPORTED``."""
+        if not kbids:
+            return {}
+        with self._db.read() as conn:
+            if not sig.has_tables(conn):
+                return {}
+            lex = lexical_near_duplicates(conn, kbids, self.jaccard)
+        cos = vector_near_duplicates(self._db, self._vectors, kbids, self.cosine)
+        out: dict[str, tuple[NearDuplicate, ...]] = {}
+        for kbid in kbids:
+            merged = {**cos.get(kbid, {}), **lex.get(kbid, {})}
+            if merged:
+                best = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_REPORTED]
+                out[kbid] = tuple(NearDuplicate(k, s) for k, s in best)
+        return out
