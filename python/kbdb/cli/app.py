@@ -20,7 +20,9 @@ from kbdb.cli.commands import config as config_cmd
 from kbdb.cli.commands import eval as eval_cmd
 from kbdb.cli.commands import init as init_cmd
 from kbdb.cli.commands import learn as learn_cmd
+from kbdb.cli.commands import lifecycle as lifecycle_cmd
 from kbdb.cli.commands import maintain as maintain_cmd
+from kbdb.cli.commands import mcp as mcp_cmd
 from kbdb.cli.commands import read as read_cmd
 from kbdb.cli.commands import search as search_cmd
 from kbdb.cli.options import State, global_options, provider_configured, version
@@ -92,12 +94,20 @@ cli.add_command(learn_cmd.learn)
 cli.add_command(search_cmd.search)
 cli.add_command(read_cmd.recall)
 # lifecycle: revise, history, forget, docs, outline, tags, related
+cli.add_command(lifecycle_cmd.revise)
+cli.add_command(lifecycle_cmd.history)
+cli.add_command(lifecycle_cmd.forget)
+cli.add_command(lifecycle_cmd.docs)
+cli.add_command(lifecycle_cmd.outline)
+cli.add_command(lifecycle_cmd.tags)
+cli.add_command(lifecycle_cmd.related)
 cli.add_command(read_cmd.stats)
 # maintenance: check, gc (rebuild follows), then export, import
 cli.add_command(maintain_cmd.rebuild)
 # contradictions and skill
 cli.add_command(config_cmd.config)
 # mcp
+cli.add_command(mcp_cmd.mcp)
 cli.add_command(eval_cmd.eval_, name="eval")
 cli.add_command(init_cmd.db)
 
