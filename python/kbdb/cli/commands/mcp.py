@@ -1,0 +1,42 @@
+"""``kbdb mcp``: serve the knowledge base to agents over MCP (SPEC §10).
+
+The MCP SDK is imported inside the command, so that no other command pays for it at start.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kbdb.cli.options import global_options, state, version
+
+
+@click.command(short_help="Serve the knowledge base to agents over MCP (stdio or HTTP).")
+@click.option(
+    "--http",
+    "address",
+    metavar="HOST:PORT",
+    help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio. HOST defaults to "
+    "127.0.0.1; any other address needs a token in $KBDB_MCP_TOKEN, which clients send as "
+    "'Authorization: Bearer <token>'.",
+)
+@global_options
+def mcp(address: str | None) -> int:
+    """Serve MCP: 19 tools (search, recall, learn, ...), resources and a memory prompt.
+
+    Over stdio (the default) an MCP client such as Claude Desktop or Claude Code starts
+    'kbdb mcp --db PATH' itself; stdout then carries protocol frames only and logs go to
+    stderr. See docs/mcp.md for client configuration.
+    """
+    from kbdb.kb import resolve
+
+    st = state()
+    path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call
+    if address is not None:
+        from kbdb.mcp.http import serve_http
+
+        serve_http(path, address, version=version(), debug=st.debug)
+    else:
+        from kbdb.mcp.server import serve_stdio
+
+        serve_stdio(path, version=version(), debug=st.debug)
+    return 0

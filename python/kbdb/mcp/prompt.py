@@ -1,0 +1,141 @@
+"""The ``kbdb-memory`` prompt, which teaches an agent to use kbdb as its memory, and the
+completion of docid, tag and skill-name arguments (prompt arguments and the document
+resource template)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from kbdb.errors import KbdbError
+
+if TYPE_CHECKING:
+    from kbdb.kb import KnowledgeBase
+    from kbdb.mcp.server import KbHost
+
+NAME = "kbdb-memory"
+MAX_COMPLETIONS = 100  # the MCP limit per completion response
+SCAN_DOCUMENTS = 5000  # documents read to complete a docid; beyond that, has_more
+
+PROMPT = types.Prompt(
+    name=NAME,
+    title="Use kbdb as memory",
+    description="How to use this knowledge base as long-term memory: search before "
+    "answering, recall for full content, learn durable facts, never store secrets.",
+    arguments=[
+        types.PromptArgument(
+            name="topic", description="What you are working on; used to suggest first searches."
+        ),
+        types.PromptArgument(name="tag", description="Scope searches and learns to this tag."),
+        types.PromptArgument(name="docid", description="A document to start from."),
+        types.PromptArgument(name="skill", description="A stored skill to follow (its name)."),
+    ],
+)
+
+GUIDE = """You have a long-term memory: the kbdb knowledge base, reached through the kbdb tools. \
+Use it like this.
+
+Before answering or acting on anything that earlier work may have settled (decisions, \
+conventions, user preferences, how things are set up):
+1. `search` with several short keyword queries rather than one long question, e.g. "postgres \
+jsonb", then "database choice". Quote a phrase to require it word for word.
+2. Read `retrieval_verdict`: "answered" is a strong match; "partial" means weak matches, check \
+them; "unanswered" means nothing relevant is stored, so investigate (read the code, ask the \
+user) and do not guess.
+3. `recall` the kbids you need: search returns snippets, recall returns full content. For a \
+whole document use `outline` and `recall` with its docid.
+
+When you learn something worth keeping (a durable fact, a decision and its rationale, a \
+correction, a user preference):
+- `learn` it as a short Markdown note with a clear `title` and `tags`; use `replace: true` when \
+it updates a document you stored before.
+- To correct one section, `revise` it (history is kept); to drop wrong knowledge, `forget` it.
+- Never store secrets: passwords, API keys, tokens, private keys, personal data.
+- Check the learn result's `near_duplicates`: if the knowledge already existed, revise the old \
+section instead of keeping two.
+
+Reusable procedures are skills: `skill-list` to see them, `skill-get` to follow one, \
+`skill-learn` to save a new one.
+Keep memory healthy: `contradictions` shows sections that cover the same ground, so that you can \
+reconcile them."""
+
+
+async def get(host: KbHost, arguments: dict[str, str]) -> types.GetPromptResult:
+    unknown = sorted(set(arguments) - {a.name for a in PROMPT.arguments or ()})
+    if unknown:
+        raise MCPError(types.INVALID_PARAMS, f"unknown argument {unknown[0]!r} for {NAME}")
+    parts = [GUIDE]
+    topic, tag = arguments.get("topic"), arguments.get("tag")
+    if topic:
+        words = " ".join(topic.split()[:6])
+        parts.append(
+            f"You are working on: {topic}\n"
+            f'Start with `search` for "{words}" and for its key terms one by one.'
+        )
+    if tag:
+        parts.append(
+            f'Scope this work to the tag "{tag}": pass tags: ["{tag}"] to search and learn.'
+        )
+    if arguments.get("docid"):
+        parts.append(
+            f'Start from the document "{arguments["docid"]}": '
+            "`outline` it, then `recall` what you need."
+        )
+    if arguments.get("skill"):
+        kb = await host.kb()
+        try:
+            get_skill = kb.skill_get  # type: ignore[attr-defined,unused-ignore]
+            skill = await anyio.to_thread.run_sync(get_skill, arguments["skill"])
+        except KbdbError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message, exc.to_dict()) from None
+        parts.append(f'Follow the skill "{skill.name}" ({skill.description}):\n\n{skill.content}')
+    message = types.PromptMessage(
+        role="user", content=types.TextContent(type="text", text="\n\n".join(parts))
+    )
+    return types.GetPromptResult(description=PROMPT.description, messages=[message])
+
+
+async def complete(host: KbHost, params: types.CompleteRequestParams) -> types.CompleteResult:
+    """Prefix completion (case-insensitive) of docid, tag and skill-name arguments."""
+    ref, arg = params.ref, params.argument
+    kind = None
+    if isinstance(ref, types.PromptReference) and ref.name == NAME:
+        kind = {"docid": "docid", "tag": "tag", "skill": "skill"}.get(arg.name)
+    elif isinstance(ref, types.ResourceTemplateReference) and ref.uri.startswith(
+        "kbdb://document/"
+    ):
+        kind = "docid" if arg.name == "docid" else None
+    if kind is None:
+        return types.CompleteResult(completion=types.Completion(values=[]))
+    kb = await host.kb()
+    candidates, complete_list = await anyio.to_thread.run_sync(_candidates, kb, kind)
+    prefix = arg.value.casefold()
+    matches = [c for c in candidates if c.casefold().startswith(prefix)]
+    return types.CompleteResult(
+        completion=types.Completion(
+            values=matches[:MAX_COMPLETIONS],
+            total=len(matches),
+            has_more=len(matches) > MAX_COMPLETIONS or not complete_list,
+        )
+    )
+
+
+def _candidates(kb: KnowledgeBase, kind: str) -> tuple[list[str], bool]:
+    """The names to complete from, and whether the list is complete."""
+    kb_any: Any = kb
+    if kind == "tag" and hasattr(kb, "tags"):
+        return [t.tag for t in kb_any.tags().tags], True
+    if kind == "skill" and hasattr(kb, "skill_list"):
+        return sorted(s.name for s in kb_any.skill_list().skills), True
+    if kind == "docid" and hasattr(kb, "documents"):
+        out: list[str] = []
+        while len(out) < SCAN_DOCUMENTS:
+            page = kb_any.documents(limit=100, offset=len(out))
+            out += [d.docid for d in page.items]
+            if not page.has_more or not page.items:
+                return sorted(out), True
+        return sorted(out), False
+    return [], True

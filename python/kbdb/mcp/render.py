@@ -1,0 +1,91 @@
+"""Compact text for tool results: what a model reads when its client shows only ``content``.
+
+The structured result (``structuredContent``) is always the full ``to_dict()``. The text is a
+short rendering of the same data for the tools an agent calls most (search, recall, learn),
+and compact JSON for the rest, so no client loses information.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def render(tool: str, d: dict[str, Any]) -> str:
+    fn = _RENDERERS.get(tool)
+    return fn(d) if fn is not None else compact_json(d)
+
+
+def _search(d: dict[str, Any]) -> str:
+    items = d["items"]
+    head = [
+        f"verdict: {d['retrieval_verdict']}",
+        f"{len(items)} of {d['total']} (offset {d['offset']})",
+        f"method: {d['retrieval_method']}",
+    ]
+    if d["relaxed"]:
+        head.append("relaxed: not every term matched")
+    if d["vector_index_stale"]:
+        head.append("vector index stale: lexical only (run rebuild)")
+    lines = [" · ".join(head)]
+    for i, it in enumerate(items, start=d["offset"] + 1):
+        meta = [f"kbid {it['kbid']}", f"doc {','.join(it['docids'])}"]
+        if it["tags"]:
+            meta.append(f"tags {','.join(it['tags'])}")
+        meta.append(f"confidence {it['confidence']:.2f}")
+        if it.get("relaxed"):
+            meta.append("relaxed")
+        lines.append(f"{i}. {it['heading'] or '(no heading)'} [{'; '.join(meta)}]")
+        text = it.get("content") if it.get("content") is not None else it["snippet"]
+        if text:
+            lines.append("   " + " ".join(text.split()))
+    if d["has_more"]:
+        lines.append(f"more results: offset={d['offset'] + d['limit']}")
+    if d["retrieval_verdict"] == "unanswered":
+        lines.append("nothing relevant is stored: investigate, do not guess.")
+    return "\n".join(lines)
+
+
+def _recall(d: dict[str, Any]) -> str:
+    parts = []
+    for s in d["sections"]:
+        meta = [f"kbid {s['kbid']}", f"doc {','.join(s['docids'])}"]
+        if s["tags"]:
+            meta.append(f"tags {','.join(s['tags'])}")
+        if s["retired"]:
+            meta.append(
+                "RETIRED" + (f", superseded by {s['superseded_by']}" if s["superseded_by"] else "")
+            )
+        level = max(1, min(int(s["level"] or 1), 6))
+        heading = s["heading"] or s["title"] or "(no heading)"
+        parts.append(f"{'#' * level} {heading}\n[{'; '.join(meta)}]\n{s['content'].strip()}")
+    return "\n\n---\n\n".join(parts)
+
+
+def _learn(d: dict[str, Any]) -> str:
+    lines = [
+        f"learned: {d['sections_added']} sections added, {d['sections_unchanged']} unchanged, "
+        f"{d['sections_retired']} retired"
+    ]
+    for s in d["sections"]:
+        extra = []
+        if s.get("superseded"):
+            extra.append(f"supersedes {s['superseded']}")
+        if s["near_duplicates"]:
+            near = ", ".join(f"{n['kbid']} ({n['similarity']:.2f})" for n in s["near_duplicates"])
+            extra.append(f"near duplicates: {near}")
+        if s["warnings"]:
+            extra.append(f"warnings: {', '.join(s['warnings'])}")
+        if s["vector_embedding_failed"]:
+            extra.append("embedding failed (lexical only until rebuild)")
+        doc = f" doc {s['docid']}" if s.get("docid") else ""
+        tail = f" ({'; '.join(extra)})" if extra else ""
+        lines.append(f"- {s['kbid']} {s['heading'] or '(no heading)'} [{s['status']}{doc}]{tail}")
+    return "\n".join(lines)
+
+
+_RENDERERS = {"search": _search, "recall": _recall, "learn": _learn}

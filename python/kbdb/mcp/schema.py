@@ -1,0 +1,119 @@
+"""JSON Schemas for the MCP tools: output schemas derived from the result dataclasses, and
+validation of tool arguments against the input schemas.
+
+Output schemas are generated from ``kbdb.types`` rather than written by hand, so a tool's
+declared ``outputSchema`` can never drift from what ``to_dict()`` returns: the SDK client
+validates every ``structuredContent`` against it, and the tests exercise that on every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from kbdb.errors import InvalidArgumentError
+
+JsonSchema = dict[str, Any]
+
+_SCALARS: dict[Any, JsonSchema] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+}
+
+
+def output_schema(cls: type) -> JsonSchema:
+    """The JSON Schema of ``cls().to_dict()``: every field is required except those the
+    class lists in ``_optional`` (left out when None). Nested dataclasses go to ``$defs``."""
+    defs: dict[str, JsonSchema] = {}
+    root = _object(cls, defs, top=True)
+    if defs:
+        root["$defs"] = defs
+    return root
+
+
+def _object(cls: type, defs: dict[str, JsonSchema], *, top: bool = False) -> JsonSchema:
+    hints = typing.get_type_hints(cls)
+    optional: frozenset[str] = getattr(cls, "_optional", frozenset())
+    props: dict[str, JsonSchema] = {}
+    required: list[str] = []
+    for f in dataclasses.fields(cls):
+        props[f.name] = _schema(hints[f.name], defs)
+        if f.name not in optional:
+            required.append(f.name)
+    out: JsonSchema = {"type": "object", "properties": props, "required": required}
+    if not top and cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
+        out["description"] = cls.__doc__.strip().splitlines()[0]
+    return out
+
+
+def _schema(tp: Any, defs: dict[str, JsonSchema]) -> JsonSchema:
+    if tp is Any:
+        return {}
+    if tp in _SCALARS:
+        return dict(_SCALARS[tp])
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder first: recursive types (outline nodes) refer back
+            defs[name] = _object(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_schema(a, defs) for a in args]}
+    if origin in (tuple, list):
+        item = args[0] if args else Any
+        return {"type": "array", "items": _schema(item, defs)}
+    if origin is dict:
+        value = args[1] if len(args) == 2 else Any
+        inner = _schema(value, defs)
+        return {"type": "object", "additionalProperties": inner} if inner else {"type": "object"}
+    raise TypeError(f"no JSON Schema mapping for {tp!r}")
+
+
+def check_arguments(schema: JsonSchema, arguments: Mapping[str, Any]) -> None:
+    """Raise INVALID_ARGUMENT naming the first bad field, or return when ``arguments`` fit
+    ``schema`` (a tool's input schema)."""
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(dict(arguments)), key=_error_rank)
+    if not errors:
+        return
+    err = errors[0]
+    props: Mapping[str, Any] = schema.get("properties", {})
+    if err.validator == "required" and not err.absolute_path:
+        missing = [r for r in schema.get("required", ()) if r not in arguments]
+        raise InvalidArgumentError(
+            f"missing required argument '{missing[0]}'",
+            hint=f"{missing[0]}: {props[missing[0]].get('description', '')}".rstrip(": "),
+        )
+    if err.validator == "additionalProperties" and not err.absolute_path:
+        unknown = sorted(set(arguments) - set(props))
+        expected = ", ".join(props) or "no arguments"
+        raise InvalidArgumentError(
+            f"unknown argument '{unknown[0]}'", hint=f"this tool takes: {expected}"
+        )
+    field = _field_name(err.absolute_path)
+    raise InvalidArgumentError(f"argument '{field}': {err.message}")
+
+
+def _error_rank(err: Any) -> tuple[int, str]:
+    # Missing and unknown arguments first: they explain the other errors.
+    first = 0 if err.validator in ("required", "additionalProperties") else 1
+    return (first, _field_name(err.absolute_path))
+
+
+def _field_name(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

@@ -1,0 +1,473 @@
+"""The MCP server (SPEC §10): the 19 tools, resources, the ``kbdb-memory`` prompt and
+completions, over the official SDK's low-level ``Server``.
+
+The low-level server is used (rather than ``MCPServer``) because the tools need exact,
+hand-written input schemas, output schemas derived from the result types, and one error
+shape, ``{error, code}``, for bad arguments and facade errors alike.
+
+- ``initialize`` is answered at once; the knowledge base opens on a worker thread after the
+  client's ``notifications/initialized`` (or on the first request), then the integrity check
+  runs once and a failed check becomes a ``warning`` notification to each client.
+- Facade calls run on worker threads; the facade is thread-safe and re-reads the index
+  generation on every search, so other processes' learns are visible at the next request.
+- Logs of the ``kbdb`` loggers go to stderr and, as ``notifications/message``, to every
+  initialized client. Stdout carries protocol frames only (the SDK's stdio transport points
+  fd 1 at stderr while it serves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from kbdb.errors import KbdbError, NotFoundError
+from kbdb.kb import KnowledgeBase
+from kbdb.mcp import prompt
+from kbdb.mcp.render import compact_json, render
+from kbdb.mcp.schema import check_arguments, output_schema
+from kbdb.mcp.tools import BY_NAME, TOOLS, ToolSpec, available
+from kbdb.types import RecallResult
+
+log = logging.getLogger("kbdb.mcp")
+
+SERVER_NAME = "kbdb"
+PAGE = 50  # resources per resources/list page
+RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
+SECTION_TEMPLATE = "kbdb://section/{kbid}"
+DOCUMENT_TEMPLATE = "kbdb://document/{docid}"
+LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+NO_FORWARD = "kbdb_mcp_local"  # a log record with this attribute stays on stderr
+
+INSTRUCTIONS = (
+    "kbdb is your long-term memory: a local knowledge base of Markdown sections. Before "
+    "answering from assumptions, search it with several short keyword queries; recall the "
+    "kbids you need for full content; if the verdict is 'unanswered', investigate instead of "
+    "guessing. Learn durable facts, decisions and corrections (replace: true when updating, "
+    "tags for scope, never secrets). The kbdb-memory prompt explains the workflow."
+)
+
+
+class KbHost:
+    """Opens the knowledge base once, lazily, and runs the start-up check once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._kb: KnowledgeBase | None = None
+        self._open_lock = anyio.Lock()
+        self._check_lock = anyio.Lock()
+        self._health: dict[str, Any] | None = None
+        self._checked = False
+
+    async def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            async with self._open_lock:
+                if self._kb is None:
+                    self._kb = await anyio.to_thread.run_sync(KnowledgeBase.open, self.path)
+                    log.info("knowledge base %s open", self._kb.path)
+        return self._kb
+
+    async def health(self) -> dict[str, Any] | None:
+        """The failed check's report as a dict, or None when the check passed (or the build
+        has no ``check``). Runs the check at most once per process."""
+        async with self._check_lock:
+            if not self._checked:
+                kb = await self.kb()
+                check = getattr(kb, "check", None)
+                if check is not None:
+                    report = await anyio.to_thread.run_sync(check)
+                    if not report.ok:
+                        self._health = report.to_dict()
+                        log.warning(summarise(self._health), extra={NO_FORWARD: True})
+                self._checked = True
+        return self._health
+
+    def close(self) -> None:
+        if self._kb is not None:
+            self._kb.close()
+
+
+def summarise(report: dict[str, Any]) -> str:
+    """One line for the start-up warning: the error codes with counts and a first example."""
+    errors = report.get("errors", [])
+    counts = Counter(e["code"] for e in errors)
+    kinds = ", ".join(f"{code} x{n}" for code, n in counts.most_common())
+    first = errors[0] if errors else {}
+    where = first.get("kbid") or first.get("docid")
+    example = f"; first: {first.get('code')}{f' ({where})' if where else ''}: {first.get('detail')}"
+    return (
+        f"integrity check failed: {len(errors)} error(s) ({kinds}){example if errors else ''}. "
+        "Run 'kbdb check' for the full list; 'kbdb rebuild' repairs indexes."
+    )
+
+
+_Queue = asyncio.Queue[logging.LogRecord]
+
+
+class LogHub(logging.Handler):
+    """Forwards ``kbdb`` log records to every initialized client as notifications/message.
+
+    Records can come from worker threads; they cross into the event loop with
+    ``call_soon_threadsafe`` and are dropped (never block) when a client is slow.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.level_name: types.LoggingLevel = "info"
+        self._subscribers: list[
+            tuple[asyncio.AbstractEventLoop, asyncio.Queue[logging.LogRecord]]
+        ] = []
+
+    def subscribe(self) -> asyncio.Queue[logging.LogRecord]:
+        queue: asyncio.Queue[logging.LogRecord] = asyncio.Queue(maxsize=256)
+        self._subscribers.append((asyncio.get_running_loop(), queue))
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[logging.LogRecord]) -> None:
+        self._subscribers = [s for s in self._subscribers if s[1] is not queue]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, NO_FORWARD, False) or _level(record) < LEVELS.index(self.level_name):
+            return
+        for loop, queue in list(self._subscribers):
+            try:
+                loop.call_soon_threadsafe(_offer, queue, record)
+            except RuntimeError:  # the loop is closed: the client went away
+                self.unsubscribe(queue)
+
+
+def _offer(queue: asyncio.Queue[logging.LogRecord], record: logging.LogRecord) -> None:
+    if not queue.full():
+        queue.put_nowait(record)
+
+
+def _level(record: logging.LogRecord) -> int:
+    if record.levelno >= logging.CRITICAL:
+        return LEVELS.index("critical")
+    if record.levelno >= logging.ERROR:
+        return LEVELS.index("error")
+    if record.levelno >= logging.WARNING:
+        return LEVELS.index("warning")
+    return LEVELS.index("info") if record.levelno >= logging.INFO else 0
+
+
+def setup_logging(hub: LogHub, *, debug: bool = False) -> None:
+    """``kbdb`` logs to stderr and to the hub; the SDK's own logs to stderr only."""
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setFormatter(logging.Formatter("kbdb mcp: %(levelname)s %(name)s: %(message)s"))
+    kbdb_log = logging.getLogger("kbdb")
+    kbdb_log.setLevel(logging.DEBUG if debug else logging.INFO)
+    kbdb_log.addHandler(stderr)
+    kbdb_log.addHandler(hub)
+    kbdb_log.propagate = False
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(stderr)
+        root.setLevel(logging.WARNING)
+
+
+async def _send_log(
+    ctx: ServerRequestContext[Any], level: types.LoggingLevel, data: Any, logger: str
+) -> None:
+    # The typed notification, not ServerSession.send_log_message: that helper warns about
+    # the 2026-07-28 deprecation, while our clients speak the handshake era, where the
+    # logging capability is current.
+    await ctx.session.send_notification(
+        types.LoggingMessageNotification(
+            params=types.LoggingMessageNotificationParams(level=level, data=data, logger=logger)
+        )
+    )
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+def tool_definitions() -> list[types.Tool]:
+    import kbdb.types
+
+    out = []
+    for spec in TOOLS:
+        if not available(spec):
+            continue
+        out.append(
+            types.Tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                input_schema=spec.input_schema,
+                output_schema=output_schema(getattr(kbdb.types, spec.result)),
+                annotations=types.ToolAnnotations(
+                    title=spec.title,
+                    read_only_hint=spec.read_only,
+                    destructive_hint=spec.destructive,
+                    idempotent_hint=spec.idempotent,
+                    open_world_hint=False,
+                ),
+            )
+        )
+    return out
+
+
+def error_result(exc: KbdbError) -> types.CallToolResult:
+    body = exc.to_dict()
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=compact_json(body))]
+    if exc.hint:
+        content.append(types.TextContent(type="text", text=f"hint: {exc.hint}"))
+    return types.CallToolResult(content=content, structured_content=body, is_error=True)
+
+
+async def run_tool(host: KbHost, spec: ToolSpec, arguments: dict[str, Any]) -> types.CallToolResult:
+    """Validate, call the facade on a worker thread, and shape the result or the error."""
+    try:
+        check_arguments(spec.input_schema, arguments)
+        kb = await host.kb()
+        result = await anyio.to_thread.run_sync(spec.call, kb, arguments)
+    except KbdbError as exc:
+        return error_result(exc)
+    except Exception as exc:  # the MCP tool adapter is the one broad catch (STYLE.md)
+        log.exception("tool %s failed", spec.name)
+        body = {"error": f"internal error: {type(exc).__name__}: {exc}", "code": "INTERNAL_ERROR"}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=compact_json(body))],
+            structured_content=body,
+            is_error=True,
+        )
+    d = result.to_dict()
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=render(spec.name, d))], structured_content=d
+    )
+
+
+# -- resources -----------------------------------------------------------------------------
+
+
+def _markdown(section: dict[str, Any]) -> str:
+    content: str = section["content"]
+    level = max(1, min(int(section["level"] or 1), 6))
+    heading = section["heading"] or section["title"] or ""
+    head = f"{'#' * level} {heading}\n" if heading else ""
+    return head + content.strip() + "\n"
+
+
+async def read_resource(host: KbHost, uri: str) -> types.ReadResourceResult:
+    kb = await host.kb()
+    if uri.startswith("kbdb://document/") and len(uri) > len("kbdb://document/"):
+        docid = unquote(uri[len("kbdb://document/") :])
+        call: Callable[[], RecallResult] = lambda: kb.recall(docid=docid)  # noqa: E731
+    elif uri.startswith("kbdb://section/") and len(uri) > len("kbdb://section/"):
+        kbid = unquote(uri[len("kbdb://section/") :])
+        call = lambda: kb.recall(kbid)  # noqa: E731
+    else:
+        raise MCPError(
+            RESOURCE_NOT_FOUND,
+            f"unknown resource {uri!r}",
+            {"error": f"unknown resource {uri!r}", "code": "NOT_FOUND"},
+        )
+    try:
+        res = await anyio.to_thread.run_sync(call)
+    except NotFoundError as exc:
+        raise MCPError(RESOURCE_NOT_FOUND, exc.message, exc.to_dict()) from None
+    text = "\n".join(_markdown(s.to_dict()) for s in res.sections)
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+    )
+
+
+async def list_resources(host: KbHost, cursor: str | None) -> types.ListResourcesResult:
+    kb = await host.kb()
+    if not hasattr(kb, "documents"):
+        return types.ListResourcesResult(resources=[])
+    try:
+        offset = int(cursor) if cursor else 0
+        if offset < 0:
+            raise ValueError
+    except ValueError:
+        raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor!r}") from None
+    page = await anyio.to_thread.run_sync(lambda: kb.documents(limit=PAGE, offset=offset))
+    resources = [
+        types.Resource(
+            uri="kbdb://document/" + quote(d.docid, safe=""),
+            name=d.docid,
+            title=d.title or None,
+            description=d.description or f"{d.sections} sections",
+            mime_type="text/markdown",
+        )
+        for d in page.items
+    ]
+    return types.ListResourcesResult(
+        resources=resources, next_cursor=str(offset + PAGE) if page.has_more else None
+    )
+
+
+TEMPLATES = [
+    types.ResourceTemplate(
+        uri_template=SECTION_TEMPLATE,
+        name="section",
+        title="Knowledge section",
+        description="One section by kbid, as Markdown (retired sections too).",
+        mime_type="text/markdown",
+    ),
+    types.ResourceTemplate(
+        uri_template=DOCUMENT_TEMPLATE,
+        name="document",
+        title="Knowledge document",
+        description="A whole document by docid (URL-encoded), its sections in order, as Markdown.",
+        mime_type="text/markdown",
+    ),
+]
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
+    """The low-level server with every handler bound to ``host``."""
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions())
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = BY_NAME.get(params.name)
+        if spec is None or not available(spec):
+            names = ", ".join(t.name for t in TOOLS if available(t))
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} (tools: {names})")
+        return await run_tool(host, spec, dict(params.arguments or {}))
+
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return await list_resources(host, params.cursor if params else None)
+
+    async def on_list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await read_resource(host, params.uri)
+
+    async def on_list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[prompt.PROMPT])
+
+    async def on_get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != prompt.NAME:
+            raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
+        return await prompt.get(host, dict(params.arguments or {}))
+
+    async def on_completion(
+        ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        return await prompt.complete(host, params)
+
+    async def on_set_level(
+        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        hub.level_name = params.level
+        return types.EmptyResult()
+
+    async def on_initialized(
+        ctx: ServerRequestContext[Any], params: types.NotificationParams
+    ) -> None:
+        """Per connection: open the knowledge base, report a failed check, then forward log
+        records until the connection closes (the dispatcher cancels this task)."""
+        queue = hub.subscribe()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_report_health, ctx)
+                while True:
+                    record = await queue.get()
+                    level = LEVELS[_level(record)]
+                    await _send_log(ctx, level, record.getMessage(), record.name)
+        finally:
+            hub.unsubscribe(queue)
+
+    async def _report_health(ctx: ServerRequestContext[Any]) -> None:
+        try:
+            report = await host.health()
+        except KbdbError as exc:
+            log.error("cannot open the knowledge base: %s", exc)
+            return
+        except Exception:
+            log.exception("start-up integrity check failed to run")
+            return
+        if report is not None:
+            data = {
+                "message": summarise(report),
+                "ok": False,
+                "errors": report["errors"][:20],
+                "error_count": len(report["errors"]),
+                "path": str(host.path),
+            }
+            await _send_log(ctx, "warning", data, "kbdb.check")
+
+    server: Server[Any] = Server(
+        SERVER_NAME,
+        version=version,
+        title="kbdb knowledge base",
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
+        on_completion=on_completion,
+    )
+    # Registered directly: the constructor's on_set_logging_level warns about the 2026-07-28
+    # deprecation, and this handler is what declares the logging capability.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, on_set_level)
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, on_initialized
+    )
+    return server
+
+
+def serve_stdio(path: Path, *, version: str, debug: bool = False) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    hub = LogHub()
+    setup_logging(hub, debug=debug)
+    host = KbHost(path)
+    server = build_server(host, hub, version=version)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        host.close()
