@@ -47,10 +47,14 @@ from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
 from kbdb.store import skills as skill_store
 from kbdb.types import (
+    CheckReport,
     ContradictionsResult,
     DocumentList,
+    ExportReport,
     ForgetResult,
+    GcReport,
     HistoryResult,
+    ImportReport,
     LearnReport,
     Outline,
     RebuildReport,
@@ -619,6 +623,86 @@ class KnowledgeBase:
                 neardup.catch_up(conn)
 
     # -- maintenance: check, gc, export, import ------------------------------------------
+
+    def check(self, *, progress: Callable[[int, int], None] | None = None) -> CheckReport:
+        """Verify the database against its own rules and the index files against their
+        checksums (SPEC §8.1). Read-only; streams, calling ``progress(done, total)`` as
+        sections are checked. ``ok`` is false when any error is found."""
+        from kbdb.maintenance.check import run_check
+
+        model = self._vectors.model_name if self._vectors.enabled else None
+        return run_check(
+            self._db, self.path / INDEX_DIR, vector_model=model, progress=progress
+        )
+
+    def gc(
+        self,
+        *,
+        dry_run: bool = False,
+        prune_retired: bool = False,
+        older_than_days: float | None = None,
+    ) -> GcReport:
+        """Remove orphan sections and documents and dead index entries, merge the index
+        segments, compact the vector side files and vacuum the database (SPEC §8.2).
+        Retired sections stay (they are history) unless ``prune_retired``, which removes
+        those retired more than ``older_than_days`` ago (all of them without it).
+        ``dry_run`` reports the same plan and changes nothing."""
+        from kbdb.maintenance.gc import cutoff, run_gc
+
+        if older_than_days is not None:
+            if prune_retired is False:
+                raise InvalidArgumentError(
+                    "older_than_days applies only with prune_retired",
+                    hint="add --prune-retired",
+                )
+            days = older_than_days
+            if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
+                raise InvalidArgumentError(
+                    f"older_than_days must be a number of days >= 0 (got {older_than_days!r})"
+                )
+        return run_gc(
+            kbdir=self.path,
+            db=self._db,
+            lexical=self._index,
+            vectors=self._vectors,
+            dry_run=dry_run,
+            prune_before=cutoff(older_than_days) if prune_retired else None,
+            lock=self._lock,
+        )
+
+    def export(
+        self,
+        path: str | os.PathLike[str] = "kbdb-export",
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ExportReport:
+        """Write a snapshot folder (SPEC §8.4, format in docs/maintenance.md): one Markdown
+        file per section with TOML front matter, one file per document, a catalog, and no
+        indexes. Refuses a non-empty folder that is not an earlier export."""
+        from kbdb.maintenance.transfer import export
+
+        return export(self._db, path, progress=progress)
+
+    def import_snapshot(
+        self, path: str | os.PathLike[str], *, merge: bool | None = None
+    ) -> ImportReport:
+        """Restore a snapshot written by ``export``. The whole snapshot is validated first
+        (a bad one changes nothing). ``merge``: None restores into an empty knowledge base
+        and merges into a non-empty one; False refuses a non-empty one; True merges. A
+        section whose kbid is already stored is kept as stored; documents gain the
+        snapshot's entries and tags. The indexes catch up as after a learn."""
+        from kbdb.maintenance.transfer import import_report, restore, validate
+
+        started = time.perf_counter()
+        root = Path(path).expanduser().absolute()
+        sec_files, doc_files = validate(root)
+        with self._lock.hold():
+            with self._db.write() as conn:
+                live_before = q.live_count(conn)
+                counts = restore(conn, sec_files, doc_files, merge=merge)
+            self._index.catch_up()
+            self._vectors.catch_up(live_before=live_before)
+        return import_report(root, counts, started)
 
     # -- internals -----------------------------------------------------------------------
 

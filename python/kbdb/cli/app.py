@@ -103,7 +103,11 @@ cli.add_command(lifecycle_cmd.tags)
 cli.add_command(lifecycle_cmd.related)
 cli.add_command(read_cmd.stats)
 # maintenance: check, gc (rebuild follows), then export, import
+cli.add_command(maintain_cmd.check)
+cli.add_command(maintain_cmd.gc)
 cli.add_command(maintain_cmd.rebuild)
+cli.add_command(maintain_cmd.export)
+cli.add_command(maintain_cmd.import_)
 # contradictions and skill
 cli.add_command(config_cmd.config)
 # mcp
