@@ -470,11 +470,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "dry_run": _bool("Only list what would be removed.", False),
             "prune_retired": _bool("Also remove retired sections (and their history).", False),
-            "older_than_days": _int(
-                "With prune_retired: only sections retired at least this many days ago.",
-                default=None,
-                minimum=0,
-            ),
+            "older_than_days": {
+                "type": "number",
+                "minimum": 0,
+                "description": "With prune_retired: only sections retired at least this many "
+                "days ago (default: all retired sections).",
+            },
         },
         (),
         "gc",
