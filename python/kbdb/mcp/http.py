@@ -97,12 +97,13 @@ class BearerGuard:
 def serve_http(path: Path, address: str, *, version: str, debug: bool = False) -> None:
     """Serve until interrupted. Raises INVALID_ARGUMENT before binding when the address or
     the token is wrong."""
+    host, port = parse_address(address)
+    token = required_token(host)
+
     import uvicorn
 
     from kbdb.mcp.server import KbHost, LogHub, build_server, setup_logging
 
-    host, port = parse_address(address)
-    token = required_token(host)
     hub = LogHub()
     setup_logging(hub, debug=debug)
     kb_host = KbHost(path)
