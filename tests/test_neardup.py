@@ -311,3 +311,33 @@ def test_corpus_precision_and_recall(kb: kbdb.KnowledgeBase) -> None:
     assert lsh_missed == 0  # P(miss) at J = 0.85 is 8e-6 per pair
     assert precision >= 0.99
     assert recall >= 0.9
+
+
+# -- cosine, with the real embedding model --------------------------------------------------
+
+ADR = "We chose Postgres as our database because of its JSONB support."
+
+
+@pytest.fixture
+def onnx_kb(tmp_path: Path) -> kbdb.KnowledgeBase:
+    from tests.embedding.conftest import find_test_model
+    from tests.test_hybrid import _onnx_kb
+
+    return _onnx_kb(tmp_path / "kb", find_test_model())
+
+
+def test_paraphrase_is_found_by_cosine_not_jaccard(onnx_kb: kbdb.KnowledgeBase) -> None:
+    with onnx_kb as kb:
+        first = kb.learn(ADR, docid="a").sections[0].kbid
+        para = "We selected PostgreSQL as our database because it supports JSONB."
+        assert neardup.jaccard(neardup.shingles(ADR), neardup.shingles(para)) < 0.5
+        found = near(kb.learn(para, docid="b"))
+        assert list(found) == [first]
+        assert 0.92 <= found[first] < 1.0  # the cosine, since Jaccard did not pass
+
+
+def test_same_topic_different_claim_is_not_a_near_duplicate(onnx_kb: kbdb.KnowledgeBase) -> None:
+    with onnx_kb as kb:
+        kb.learn(ADR, docid="a")
+        other = "Postgres backups run nightly at two in the morning with pg_dump."
+        assert near(kb.learn(other, docid="b")) == {}
