@@ -232,7 +232,9 @@ def test_relearning_a_file_after_revise(kb: kbdb.KnowledgeBase, tmp_path: Path) 
     f.write_text(GUIDE.replace("Gone soon.", "Still here."))
     rep = kb.learn_path(f)
     assert kb.search("uv tool").total == 0 and kb.search("pip").total == 1
-    assert kb.recall(res.kbid).sections[0].retired
+    revised = kb.recall(res.kbid).sections[0]
+    assert revised.retired and revised.superseded_by == v1["Install"]
+    assert [v.kbid for v in kb.history(v1["Install"]).versions] == [res.kbid, v1["Install"]]
     assert any(s.heading == "Install" and s.kbid == v1["Install"] for s in rep.sections)
 
 

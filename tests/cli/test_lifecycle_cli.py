@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 from tests.cli.conftest import Kbdb, write
@@ -121,3 +122,24 @@ def test_commands_are_listed_in_help(kbdb: Kbdb) -> None:
     out = kbdb("--help").out
     for name in ("revise", "history", "forget", "docs", "outline", "tags", "related"):
         assert f"\n  {name} " in out, name
+
+
+def test_learn_image_from_stdin_and_json_errors(tmp_path: Path, kbdb: Kbdb) -> None:
+    assert kbdb("init").code == 0
+    png = bytes.fromhex("89504e470d0a1a0a0000000d49484452")
+    res = kbdb("learn", "-", "--type", "image/png", "--title", "Rack layout", "--json", input=png)
+    assert res.code == 0, res.err
+    section = res.json()["sections"][0]
+    assert section["indexed_terms_count"] == 0
+    hits = kbdb("search", "rack layout", "--json").json()["items"]
+    assert [h["kbid"] for h in hits] == [section["kbid"]]
+    rec = kbdb("recall", section["kbid"], "--json").json()["sections"][0]
+    assert base64.b64decode(rec["content"]) == png
+    assert "base64" in kbdb("recall", section["kbid"]).out
+    res = kbdb("learn", "-", "--type", "image/png", "--docid", "x", input=png)
+    assert res.code == 2 and "needs a title" in res.err
+    res = kbdb("learn", "-", "--type", "application/json", "--json", input='{"a": }')
+    assert res.code == 2 and res.json()["code"] == "INVALID_ARGUMENT"
+    assert "line 1 column 7" in res.json()["error"]
+    res = kbdb("learn", "-", "--type", "application/zip", "--json", input="x")
+    assert res.code == 2 and res.json()["code"] == "UNSUPPORTED_TYPE"
