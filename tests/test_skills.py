@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.conftest import write
 
 import kbdb
 from kbdb.errors import InvalidArgumentError, NotFoundError
-from tests.conftest import write
 
 STEPS = "# Steps\n\n1. Build the image.\n2. Push it to the registry.\n3. Roll out.\n"
 

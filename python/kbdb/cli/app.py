@@ -19,6 +19,7 @@ import click
 from kbdb.cli.commands import config as config_cmd
 from kbdb.cli.commands import eval as eval_cmd
 from kbdb.cli.commands import init as init_cmd
+from kbdb.cli.commands import knowledge as knowledge_cmd
 from kbdb.cli.commands import learn as learn_cmd
 from kbdb.cli.commands import lifecycle as lifecycle_cmd
 from kbdb.cli.commands import maintain as maintain_cmd
@@ -109,6 +110,8 @@ cli.add_command(maintain_cmd.rebuild)
 cli.add_command(maintain_cmd.export)
 cli.add_command(maintain_cmd.import_)
 # contradictions and skill
+cli.add_command(knowledge_cmd.contradictions)
+cli.add_command(knowledge_cmd.skill)
 cli.add_command(config_cmd.config)
 # mcp
 cli.add_command(mcp_cmd.mcp)
