@@ -86,33 +86,103 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+_TOKEN_HASHES: dict[str, int] = {}
+_TOKEN_CACHE_MAX = 500_000
+_FNV = 0x100000001B3
+
+
+def _token_hashes(text: str) -> list[int]:
+    """CRC-32 of each token (stable across processes, unlike ``hash``), cached: a
+    vocabulary repeats, and the cache halves the cost of signing a large learn."""
+    cache = _TOKEN_HASHES
+    if len(cache) > _TOKEN_CACHE_MAX:
+        cache.clear()
+    out = []
+    for t in tokens(text):
+        h = cache.get(t)
+        if h is None:
+            h = cache[t] = zlib.crc32(t.encode("utf-8", "surrogatepass"))
+        out.append(h)
+    return out
+
+
+def _short_shingle(h: list[int]) -> U64:
+    """The short-section rule: one shingle of all its tokens."""
+    import numpy as np
+
+    acc = len(h)
+    for v in h:
+        acc = (acc * _FNV + v) & 0xFFFFFFFFFFFFFFFF
+    return np.array([acc], dtype=np.uint64)
+
+
+def _shingle_hashes(h: U64, n: int) -> U64:
+    """Hashes of the ``n`` runs of ``SHINGLE`` consecutive values of ``h`` (a run may cross
+    a section boundary; the batch caller drops those)."""
+    import numpy as np
+
+    acc = np.full(n, SHINGLE, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(SHINGLE):
+            acc = acc * np.uint64(_FNV) + h[j : j + n]
+        acc ^= acc >> np.uint64(29)
+        acc *= np.uint64(0xBF58476D1CE4E5B9)
+        acc ^= acc >> np.uint64(32)
+    return acc
+
+
 def shingles(text: str) -> U64:
     """The sorted, distinct 64-bit hashes of ``text``'s word shingles (empty: no tokens)."""
     import numpy as np
 
-    toks = tokens(text)
-    if not toks:
+    th = _token_hashes(text)
+    if not th:
         return np.zeros(0, dtype=np.uint64)
-    h = np.fromiter(
-        (zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in toks),
-        dtype=np.uint64,
-        count=len(toks),
-    )
-    if len(h) < SHINGLE:
-        # The short-section rule: one shingle of all its tokens.
-        acc = np.uint64(len(h))
-        for v in h:
-            acc = acc * np.uint64(0x100000001B3) + v
-        return np.array([acc], dtype=np.uint64)
-    n = len(h) - SHINGLE + 1
-    acc = np.full(n, SHINGLE, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(SHINGLE):
-            acc = acc * np.uint64(0x100000001B3) + h[j : j + n]
-        acc ^= acc >> np.uint64(29)
-        acc *= np.uint64(0xBF58476D1CE4E5B9)
-        acc ^= acc >> np.uint64(32)
-    return np.unique(acc)
+    if len(th) < SHINGLE:
+        return _short_shingle(th)
+    h = np.array(th, dtype=np.uint64)
+    return np.unique(_shingle_hashes(h, len(h) - SHINGLE + 1))
+
+
+SIGN_CHUNK = 16_384
+"""Shingles per vectorised MinHash step when signing many sections (PERMS x this uint64
+values, 13 MB)."""
+
+
+def batch_band_keys(texts: Sequence[str]) -> list[U64 | None]:
+    """``band_keys`` of many sections at once (None: no tokens), with one numpy pass per
+    ``SIGN_CHUNK`` shingles instead of a dozen small calls per section. Duplicate
+    shingles are kept: they do not change a minimum."""
+    import numpy as np
+
+    out: list[U64 | None] = [None] * len(texts)
+    seeds, _ = _seeds()
+    parts: list[U64] = []
+    owners: list[int] = []
+    for i, text in enumerate(texts):
+        th = _token_hashes(text)
+        if not th:
+            continue
+        if len(th) < SHINGLE:
+            parts.append(_short_shingle(th))
+        else:
+            h = np.array(th, dtype=np.uint64)
+            parts.append(_shingle_hashes(h, len(h) - SHINGLE + 1))
+        owners.append(i)
+    start = 0
+    while start < len(parts):
+        stop, total = start, 0
+        while stop < len(parts) and (total == 0 or total + len(parts[stop]) <= SIGN_CHUNK):
+            total += len(parts[stop])
+            stop += 1
+        flat = np.concatenate(parts[start:stop])
+        offsets = np.cumsum([0] + [len(p) for p in parts[start : stop - 1]])
+        sig = np.minimum.reduceat(_mix(flat, seeds), offsets, axis=1)
+        keys = _band_keys_of(sig.T)
+        for row, i in enumerate(owners[start:stop]):
+            out[i] = keys[row]
+        start = stop
+    return out
 
 
 _SEEDS: U64 | None = None
@@ -130,39 +200,50 @@ def _seeds() -> tuple[U64, U64]:
     return _SEEDS, _BAND_MUL
 
 
-def minhash(sh: U64) -> U64:
-    """``PERMS`` MinHash values of a non-empty shingle set. Hash ``i`` is the splitmix64
-    finalizer of ``x XOR seed_i``: a strong 64-bit mixer, so the minimum is close to
-    min-wise independent. (A linear ``(a x + b) mod p`` with small ``a`` is not: measured
-    on this corpus it let pairs at J = 0.97 agree on only half of the values.)"""
+def _mix(x: U64, seeds: U64) -> U64:
+    """``PERMS`` x ``len(x)``: the splitmix64 finalizer of ``x XOR seed_i``."""
     import numpy as np
 
-    seeds, _ = _seeds()
     with np.errstate(over="ignore"):
-        z = sh[None, :] ^ seeds[:, None]
+        z = x[None, :] ^ seeds[:, None]
         z ^= z >> np.uint64(30)
         z *= np.uint64(0xBF58476D1CE4E5B9)
         z ^= z >> np.uint64(27)
         z *= np.uint64(0x94D049BB133111EB)
         z ^= z >> np.uint64(31)
-    out: U64 = z.min(axis=1)
+    return z
+
+
+def minhash(sh: U64) -> U64:
+    """``PERMS`` MinHash values of a non-empty shingle set. Hash ``i`` is the splitmix64
+    finalizer of ``x XOR seed_i``: a strong 64-bit mixer, so the minimum is close to
+    min-wise independent. (A linear ``(a x + b) mod p`` with small ``a`` is not: measured
+    on this corpus it let pairs at J = 0.97 agree on only half of the values.)"""
+    seeds, _ = _seeds()
+    out: U64 = _mix(sh, seeds).min(axis=1)
     return out
 
 
-def band_keys(sh: U64) -> U64:
-    """``BANDS`` band keys (as uint64) of a non-empty shingle set: each band's ``ROWS``
-    MinHash values mixed with its band number into one key."""
+def _band_keys_of(sig: U64) -> U64:
+    """Rows of ``PERMS`` MinHash values → rows of ``BANDS`` keys: each band's ``ROWS``
+    values mixed with its band number."""
     import numpy as np
 
     _, mul = _seeds()
-    rows = minhash(sh).reshape(BANDS, ROWS)
+    rows = sig.reshape(-1, BANDS, ROWS)
     with np.errstate(over="ignore"):
-        keys = (rows * mul[None, :]).sum(axis=1, dtype=np.uint64)
-        keys += np.arange(BANDS, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        keys = (rows * mul[None, None, :]).sum(axis=2, dtype=np.uint64)
+        keys += np.arange(BANDS, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
         keys ^= keys >> np.uint64(31)
         keys *= np.uint64(0x94D049BB133111EB)
         keys ^= keys >> np.uint64(29)
     return keys
+
+
+def band_keys(sh: U64) -> U64:
+    """``BANDS`` band keys (as uint64) of a non-empty shingle set."""
+    out: U64 = _band_keys_of(minhash(sh)[None, :])[0]
+    return out
 
 
 def jaccard(a: U64, b: U64) -> float:
@@ -229,16 +310,16 @@ def forget_signatures(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
 
 
 def _insert(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str, str]]) -> int:
+    todo = [
+        (kbid, text)
+        for kbid, heading, content, type_ in rows
+        if (text := section_text(heading, content, type_)) is not None
+    ]
     n = 0
-    for kbid, heading, content, type_ in rows:
-        text = section_text(heading, content, type_)
-        if text is None:
-            continue
-        sh = shingles(text)
-        if len(sh) == 0:
-            continue
-        sig.insert(conn, kbid, band_keys(sh).astype("<u8").tobytes())
-        n += 1
+    for (kbid, _), keys in zip(todo, batch_band_keys([t for _, t in todo]), strict=True):
+        if keys is not None:
+            sig.insert(conn, kbid, keys.astype("<u8").tobytes())
+            n += 1
     return n
 
 
