@@ -107,3 +107,17 @@ def test_learned_file_with_a_private_key_is_flagged(kb: kbdb.KnowledgeBase, tmp_
     f.write_text(PEM, encoding="utf-8")
     rep = kb.learn_path(f)
     assert POSSIBLE_SECRET in rep.sections[0].warnings
+
+
+def test_offsets_survive_characters_that_lower_case_to_two() -> None:
+    # "İ".lower() is two characters; a shifted offset would skip the assignment.
+    assert find_secrets("İİİİİİİİ password = Xq7mZ2pL9vR4tK8wN3") == ("assigned_secret",)
+
+
+def test_a_megabyte_of_prose_is_scanned_quickly() -> None:
+    import time
+
+    text = "The token bucket limits the api rate; rotate the key monthly. " * 16_000
+    started = time.perf_counter()
+    assert find_secrets(text) == ()
+    assert time.perf_counter() - started < 2.0  # 0.25 s measured (32k keywords in 1 MB)

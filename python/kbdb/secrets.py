@@ -35,26 +35,46 @@ from collections import Counter
 
 POSSIBLE_SECRET = "possible_secret"
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b")),
+# (name, literal triggers, pattern). The regex runs only from the first trigger found:
+# ``str.find`` is ~100x faster than a regex scan, and almost no text holds any trigger.
+# Triggers are matched case-sensitively, like their patterns.
+_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        "aws_access_key",
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+        re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
+    ),
     (
         "aws_secret_key",
+        ("aws", "AWS", "Aws"),
         re.compile(r"(?i)aws_?secret_?access_?key\W{0,3}[=:]\s*[\"']?[A-Za-z0-9/+]{40}\b"),
     ),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-)?[A-Za-z0-9_-]{20,}")),
-    ("slack_token", re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,}")),
-    ("google_api_key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ),
+    ("anthropic_key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai_key", ("sk-",), re.compile(r"\bsk-(?!ant-)(?:proj-)?[A-Za-z0-9_-]{20,}")),
+    ("slack_token", ("xox",), re.compile(r"\bxox[baprse]-[A-Za-z0-9-]{10,}")),
+    ("google_api_key", ("AIza",), re.compile(r"\bAIza[A-Za-z0-9_-]{35}")),
+    (
+        "jwt",
+        ("eyJ",),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ),
     (
         "private_key",
+        ("-----BEGIN",),
         re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
     ),
 )
 
+_KEYWORDS = ("pass", "pwd", "secret", "token", "key")
+"""Lower-case stems that start every name ``_ASSIGNED`` matches (``api_key`` and
+``access_key`` are found from ``key``'s position by looking back)."""
 _ASSIGNED = re.compile(
-    r"(?i)(?:\b|_)(?:password|passwd|pwd|secret|token|api_?key|access_?key|auth_?token"
+    r"(?i)(?:password|passwd|pwd|secret|token|api_?key|access_?key|auth_?token"
     r"|client_?secret)\b[\"']?\s*[:=]\s*[\"']?([^\s\"'`,;]{16,})"
 )
 _MIN_ENTROPY = 3.5
@@ -81,10 +101,35 @@ def _looks_random(value: str) -> bool:
 def find_secrets(text: str) -> tuple[str, ...]:
     """The names of the patterns that ``text`` matches (see the module docstring), in
     table order, each once."""
-    found = [name for name, pattern in _PATTERNS if pattern.search(text)]
-    if any(_looks_random(m.group(1)) for m in _ASSIGNED.finditer(text)):
+    found: list[str] = []
+    for name, triggers, pattern in _PATTERNS:
+        starts = [i for i in (text.find(t) for t in triggers) if i >= 0]
+        if starts and pattern.search(text, max(0, min(starts) - 1)):
+            found.append(name)
+    lower = text.lower()
+    if len(lower) != len(text):  # a few characters lower-case to two ("İ"): keep offsets
+        lower = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    if _assigned_secret(text, lower):
         found.append("assigned_secret")
     return tuple(found)
+
+
+def _assigned_secret(text: str, lower: str) -> bool:
+    """A credential-like name assigned a random-looking value. The regex is tried only
+    where a keyword occurs, starting a few characters before it (``api_`` of ``api_key``),
+    at the start of a name: the start of the text, or after a non-alphanumeric character
+    (``DB_PASSWORD`` counts, ``bypass`` does not)."""
+    for kw in _KEYWORDS:
+        at = lower.find(kw)
+        while at >= 0:
+            for start in range(max(0, at - 7), at + 1):
+                if start > 0 and lower[start - 1].isalnum():
+                    continue
+                m = _ASSIGNED.match(text, start)
+                if m and _looks_random(m.group(1)):
+                    return True
+            at = lower.find(kw, at + 1)
+    return False
 
 
 def looks_secret(text: str) -> bool:
