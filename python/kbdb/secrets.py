@@ -8,7 +8,7 @@ checksums and kbids do not have (docs/lifecycle.md has the same list as a table)
 
 - ``aws_access_key``: ``AKIA``, ``ASIA``, ``AGPA``, ``AIDA``, ``AROA``, ``ANPA``, ``ANVA``
   or ``AIPA`` + 16 upper-case letters or digits;
-- ``aws_secret_key``: ``aws_secret_access_key`` (any case) ``=``/``:`` 40 base64 chars;
+- ``aws_secret_key``: ``aws_secret_access_key`` (starting aws, AWS or Aws) ``=``/``:`` 40 chars;
 - ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 or more letters and
   digits, or ``github_pat_`` + 22 or more;
 - ``openai_key``: ``sk-`` or ``sk-proj-`` + 20 or more of letters, digits, ``-``, ``_``;
