@@ -82,10 +82,7 @@ def _schema(tp: Any, defs: dict[str, JsonSchema]) -> JsonSchema:
 def check_arguments(schema: JsonSchema, arguments: Mapping[str, Any]) -> None:
     """Raise INVALID_ARGUMENT naming the first bad field, or return when ``arguments`` fit
     ``schema`` (a tool's input schema)."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
-    validator = Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(dict(arguments)), key=_error_rank)
+    errors = sorted(_validator(schema).iter_errors(dict(arguments)), key=_error_rank)
     if not errors:
         return
     err = errors[0]
@@ -104,6 +101,20 @@ def check_arguments(schema: JsonSchema, arguments: Mapping[str, Any]) -> None:
         )
     field = _field_name(err.absolute_path)
     raise InvalidArgumentError(f"argument '{field}': {err.message}")
+
+
+_VALIDATORS: dict[int, tuple[JsonSchema, Any]] = {}
+
+
+def _validator(schema: JsonSchema) -> Any:
+    """A compiled validator per schema object (building one costs more than validating)."""
+    hit = _VALIDATORS.get(id(schema))
+    if hit is None or hit[0] is not schema:
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+        hit = (schema, Draft202012Validator(schema))
+        _VALIDATORS[id(schema)] = hit
+    return hit[1]
 
 
 def _error_rank(err: Any) -> tuple[int, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ class ToolSpec:
     result: str  # the kbdb.types class its result is
     call: Call
 
-    @property
+    @cached_property
     def input_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
             "type": "object",
