@@ -435,3 +435,16 @@ def test_related_of_a_single_section_document_has_no_siblings(kb: kbdb.Knowledge
     b = kb.learn("Audit events are kept for a year.", title="Retention").sections[0].kbid
     res = kb.related(a)
     assert [(i.kbid, i.relation) for i in res.items] == [(b, "lexical")]
+
+
+def test_forgotten_section_of_a_file_and_relearning(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:
+    f = write(tmp_path, "guide.md", GUIDE)
+    kb.learn_path(f)
+    install = _by_heading(kb, "guide.md")["Install"]
+    kb.forget(install)
+    assert kb.learn_path(f).documents_unchanged == 1
+    assert kb.search("pip").total == 0
+    f.write_text(GUIDE.replace("Gone soon.", "Still here."))
+    kb.learn_path(f)
+    assert [i.kbid for i in kb.search("pip").items] == [install]
+    assert not kb.recall(install).sections[0].retired
