@@ -7,12 +7,16 @@ Tables:
   link of a retired section so that ``recall`` still reports its documents.
 - ``embeddings``: the embedding cache, keyed by (SHA-256 of the embedded text, model
   name); rebuilds reuse it so unchanged sections are not embedded again.
+- ``neardup_sections``, ``neardup_bands``: MinHash band keys of the live sections, for
+  near-duplicate candidates (``kbdb.neardup``; derived, follows the change log).
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.
 """
 
 from __future__ import annotations
+
+from kbdb.store.signatures import TABLES as NEARDUP_TABLES
 
 SCHEMA_VERSION = 1
 
@@ -80,3 +84,7 @@ CREATE TABLE IF NOT EXISTS changelog (
     kbid TEXT NOT NULL
 );
 """
+
+# The near-duplicate band tables (store/signatures.py). They are also created on first use,
+# so a knowledge base made before they existed opens unchanged and is backfilled.
+SCHEMA += "".join(f"{stmt};\n" for stmt in NEARDUP_TABLES)
