@@ -128,8 +128,14 @@ async def test_every_tool_succeeds(kbdir: Path, tmp_path: Path) -> None:
 
         stats = await c.ok("stats")
         assert stats["documents"] >= 3 and stats["path"] == str(kbdir)
-        check = await c.ok("check")
-        assert check["ok"] is True
+        progress: list[tuple[float, float | None]] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append((done, total))
+
+        res = await c.session.call_tool("check", {}, progress_callback=on_progress)
+        assert not res.is_error and res.structured_content["ok"] is True  # type: ignore[index]
+        assert progress and progress[-1][0] == progress[-1][1]  # ends at done == total
         gc = await c.ok("gc", {"dry_run": True})
         assert gc["dry_run"] is True
         rebuilt = await c.ok("rebuild", {"vectors": False})

@@ -20,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -34,12 +36,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from kbdb.errors import KbdbError, NotFoundError
-from kbdb.kb import KnowledgeBase
 from kbdb.mcp import prompt
 from kbdb.mcp.render import compact_json, render
 from kbdb.mcp.schema import check_arguments, output_schema
-from kbdb.mcp.tools import BY_NAME, TOOLS, ToolSpec, available
+from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec, available
 from kbdb.types import RecallResult
+
+if TYPE_CHECKING:
+    from kbdb.kb import KnowledgeBase
 
 log = logging.getLogger("kbdb.mcp")
 
@@ -58,6 +62,7 @@ LEVELS: tuple[types.LoggingLevel, ...] = (
     "alert",
     "emergency",
 )
+PROGRESS_EVERY = 0.25  # seconds between progress notifications
 NO_FORWARD = "kbdb_mcp_local"  # a log record with this attribute stays on stderr
 
 INSTRUCTIONS = (
@@ -84,6 +89,9 @@ class KbHost:
         if self._kb is None:
             async with self._open_lock:
                 if self._kb is None:
+                    # Imported here: the engine loads after `initialize` has been answered.
+                    from kbdb.kb import KnowledgeBase
+
                     self._kb = await anyio.to_thread.run_sync(KnowledgeBase.open, self.path)
                     log.info("knowledge base %s open", self._kb.path)
         return self._kb
@@ -237,10 +245,34 @@ def error_result(exc: KbdbError) -> types.CallToolResult:
     return types.CallToolResult(content=content, structured_content=body, is_error=True)
 
 
-async def run_tool(host: KbHost, spec: ToolSpec, arguments: dict[str, Any]) -> types.CallToolResult:
+def progress_reporter(ctx: ServerRequestContext[Any]) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` for facade calls on a worker thread: it sends
+    notifications/progress (when the client asked for them with a progress token), at most
+    every PROGRESS_EVERY seconds and always at the end."""
+    last = 0.0
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done < total and now - last < PROGRESS_EVERY:
+            return
+        last = now
+        anyio.from_thread.run(ctx.session.report_progress, float(done), float(total), None)
+
+    return report
+
+
+async def run_tool(
+    host: KbHost,
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    progress: Callable[[int, int], None] | None = None,
+) -> types.CallToolResult:
     """Validate, call the facade on a worker thread, and shape the result or the error."""
     try:
         check_arguments(spec.input_schema, arguments)
+        if spec.progress and progress is not None:
+            arguments = {**arguments, PROGRESS: progress}
         kb = await host.kb()
         result = await anyio.to_thread.run_sync(spec.call, kb, arguments)
     except KbdbError as exc:
@@ -356,7 +388,8 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
         if spec is None or not available(spec):
             names = ", ".join(t.name for t in TOOLS if available(t))
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} (tools: {names})")
-        return await run_tool(host, spec, dict(params.arguments or {}))
+        # report_progress is a no-op unless the client sent a progress token.
+        return await run_tool(host, spec, dict(params.arguments or {}), progress_reporter(ctx))
 
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

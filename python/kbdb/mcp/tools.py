@@ -25,6 +25,8 @@ Call = Callable[["KnowledgeBase", Args], Any]
 
 MODES = ["lexical", "vector", "hybrid"]
 MAX_LIMIT = 100
+# Set by the server (after validation, so a client cannot pass it) on tools with progress.
+PROGRESS = "progress"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class ToolSpec:
     method: str  # the KnowledgeBase method it needs
     result: str  # the kbdb.types class its result is
     call: Call
+    progress: bool = False  # the facade method takes progress=(done, total)
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -171,7 +174,7 @@ def _export(kb: KnowledgeBase, a: Args) -> Any:
     path = Path(a.get("path", "kbdb-export")).expanduser()
     if not path.is_absolute():
         path = kb.path.parent / path
-    return kb.export(str(path))  # type: ignore[attr-defined,unused-ignore]
+    return kb.export(str(path), progress=a.get(PROGRESS))  # type: ignore[attr-defined,unused-ignore]
 
 
 def _skill_learn(kb: KnowledgeBase, a: Args) -> Any:
@@ -457,7 +460,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         (),
         "check",
         "CheckReport",
-        _method("check"),
+        _method("check", PROGRESS),
+        progress=True,
     ),
     ToolSpec(
         "gc",
@@ -500,7 +504,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         (),
         "rebuild",
         "RebuildReport",
-        _method("rebuild", "lexical", "vectors", "reembed"),
+        _method("rebuild", "lexical", "vectors", "reembed", PROGRESS),
+        progress=True,
     ),
     ToolSpec(
         "export",
@@ -516,6 +521,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "export",
         "ExportReport",
         _export,
+        progress=True,
     ),
     ToolSpec(
         "contradictions",
