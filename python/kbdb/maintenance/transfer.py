@@ -31,8 +31,9 @@ ProgressFn = Callable[[int, int], None]
 class _Writer:
     """Writes files strictly below ``root``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fresh: bool) -> None:
         self.root = root
+        self.fresh = fresh
         self.written: set[Path] = set()
         self._dirs: set[Path] = set()
 
@@ -57,6 +58,11 @@ class _Writer:
                 raise InvalidArgumentError(f"unsafe file name {p!r} in an export")
         path = self._dir(parts[:-1]) / parts[-1]
         self.written.add(path)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        if self.fresh:  # nothing of ours is there: create in place, never over anything
+            with os.fdopen(os.open(path, flags | os.O_EXCL, 0o644), "wb") as fh:
+                fh.write(data)
+            return
         if not path.is_symlink() and path.is_file():
             try:
                 if path.stat().st_size == len(data) and path.read_bytes() == data:
@@ -64,10 +70,9 @@ class _Writer:
             except OSError:
                 pass
         tmp = path.with_name(f".{parts[-1]}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
         if tmp.is_symlink():
             tmp.unlink()
-        with os.fdopen(os.open(tmp, flags, 0o644), "wb") as fh:
+        with os.fdopen(os.open(tmp, flags | os.O_TRUNC, 0o644), "wb") as fh:
             fh.write(data)
         os.replace(tmp, path)
 
@@ -124,7 +129,7 @@ def export(
             )
         earlier = _prepare_target(root)
         old = _stale_files(root) if earlier else []
-        w = _Writer(root)
+        w = _Writer(root, fresh=not earlier)
         total = sm.count(conn, "sections")
         n_sections = 0
         for rows in sm.iter_export_sections(conn):
