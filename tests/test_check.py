@@ -13,7 +13,9 @@ import pytest
 import kbdb
 from kbdb.maintenance import check as check_mod
 
-GUIDE = "# Guide\n\nIntro text.\n\n## Install\n\nRun pip install kbdb.\n\n## Usage\n\nCall search.\n"
+GUIDE = (
+    "# Guide\n\nIntro text.\n\n## Install\n\nRun pip install kbdb.\n\n## Usage\n\nCall search.\n"
+)
 
 
 @pytest.fixture
