@@ -16,15 +16,23 @@ from kbdb.store import signatures
 CHUNK = 2_000
 _MARKS = 900
 
-# Orphans: in no document and in no history chain (SPEC §8.1). The uncorrelated NOT IN is
-# evaluated once into an ephemeral index, so this is one pass, not one scan per section.
-_ORPHAN_SECTIONS = """
+# Orphans: in no (existing) document and in no history chain (SPEC §8.1). The uncorrelated
+# NOT IN is evaluated once into an ephemeral index, so this is one pass, not one scan per
+# section. gc runs it again with {going} naming its plan, until nothing more qualifies.
+_ORPHANS = """
 SELECT s.kbid FROM sections s
-WHERE NOT EXISTS (SELECT 1 FROM document_sections ds WHERE ds.kbid = s.kbid)
-  AND s.superseded_by IS NULL
-  AND s.kbid NOT IN (SELECT superseded_by FROM sections WHERE superseded_by IS NOT NULL)
+WHERE NOT EXISTS (
+    SELECT 1 FROM document_sections ds JOIN documents d ON d.docid = ds.docid
+    WHERE ds.kbid = s.kbid)
+  AND (s.superseded_by IS NULL OR s.superseded_by IN ({going}))
+  AND s.kbid NOT IN (
+    SELECT superseded_by FROM sections
+    WHERE superseded_by IS NOT NULL AND kbid NOT IN ({going}))
+  AND s.kbid NOT IN ({going})
 ORDER BY s.kbid
 """
+_ORPHAN_SECTIONS = _ORPHANS.format(going="SELECT NULL WHERE 0")
+_ORPHANS_BEYOND_PLAN = _ORPHANS.format(going="SELECT kbid FROM temp.gc_sections")
 
 _ORPHAN_DOCUMENTS = """
 SELECT d.docid FROM documents d
@@ -200,12 +208,12 @@ def plan_removal(conn: sqlite3.Connection, *, prune_before: str | None) -> None:
     """Fill the temporary tables ``gc_sections`` (kbids to remove: orphans, plus retired
     sections retired before ``prune_before`` when given) and ``gc_documents`` (documents
     left with no section). A retired section that a kept section names as its parent is
-    kept, so pruning never breaks the heading tree."""
+    not pruned, so pruning never cuts a heading tree; an orphan is removed even then, and
+    its children lose their parent (it was in no document)."""
     conn.execute("DROP TABLE IF EXISTS temp.gc_sections")
     conn.execute("DROP TABLE IF EXISTS temp.gc_documents")
     conn.execute("CREATE TEMP TABLE gc_sections(kbid TEXT PRIMARY KEY) WITHOUT ROWID")
     conn.execute("CREATE TEMP TABLE gc_documents(docid TEXT PRIMARY KEY) WITHOUT ROWID")
-    conn.execute(f"INSERT OR IGNORE INTO gc_sections {_ORPHAN_SECTIONS}")
     if prune_before is not None:
         conn.execute(
             "INSERT OR IGNORE INTO gc_sections SELECT kbid FROM sections"
@@ -220,6 +228,8 @@ def plan_removal(conn: sqlite3.Connection, *, prune_before: str | None) -> None:
             ).rowcount
             if not kept_parents:
                 break
+    while conn.execute(f"INSERT OR IGNORE INTO gc_sections {_ORPHANS_BEYOND_PLAN}").rowcount:
+        pass  # removing a section can orphan its predecessor; settle
     conn.execute(
         "INSERT INTO gc_documents "
         + _ORPHAN_DOCUMENTS.format(extra="AND ds.kbid NOT IN (SELECT kbid FROM gc_sections)")
@@ -284,10 +294,10 @@ def carry_out(conn: sqlite3.Connection) -> int:
         "INSERT INTO changelog(op, kbid) SELECT 'retire', g.kbid FROM gc_sections g"
         " JOIN sections s USING (kbid) WHERE s.retired_at IS NULL ORDER BY g.kbid"
     )
-    conn.execute(
-        "UPDATE sections SET superseded_by = NULL"
-        " WHERE superseded_by IN (SELECT kbid FROM gc_sections)"
-    )
+    for column in ("superseded_by", "parent"):  # pruning keeps parents; orphans may be one
+        conn.execute(
+            f"UPDATE sections SET {column} = NULL WHERE {column} IN (SELECT kbid FROM gc_sections)"
+        )
     conn.execute("DELETE FROM sections WHERE kbid IN (SELECT kbid FROM gc_sections)")
     if signatures.has_tables(conn):  # near-duplicate signatures of sections now gone
         dead = [
