@@ -195,3 +195,29 @@ def test_stdout_carries_only_jsonrpc_frames(kbdir: Path, tmp_path: Path) -> None
     assert any(f.get("method") == "notifications/message" for f in frames)
     assert proc.returncode == 0, err.decode()
     assert init_seconds < 10  # answered before (and without waiting for) the KB opening
+
+
+def test_stdin_and_stdout_that_are_files_use_the_sdk_streams(kbdir: Path, tmp_path: Path) -> None:
+    """Pipes get the event-loop transport (every test above); anything else, here regular
+    files, falls back to the SDK's threaded streams and still speaks the protocol."""
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "files", "version": "0"},
+    }
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_frame(1, "initialize", init))
+    responses = tmp_path / "responses.jsonl"
+    with requests.open("rb") as stdin, responses.open("wb") as stdout:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kbdb.cli", "mcp", "--db", str(kbdir)],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=cli_env(),
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr
+    frames = [json.loads(line) for line in responses.read_text().splitlines()]
+    assert frames[0]["id"] == 1 and frames[0]["result"]["serverInfo"]["name"] == "kbdb"

@@ -36,7 +36,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from kbdb.errors import KbdbError, NotFoundError
-from kbdb.mcp import prompt
+from kbdb.mcp import pipes, prompt
 from kbdb.mcp.render import compact_json, render
 from kbdb.mcp.schema import check_arguments, output_schema
 from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec, available
@@ -497,8 +497,16 @@ def serve_stdio(path: Path, *, version: str, debug: bool = False) -> None:
     server = build_server(host, hub, version=version)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        options = server.create_initialization_options()
+        if pipes.usable():
+            async with (
+                pipes.pipe_streams() as (stdin, stdout),
+                stdio_server(stdin=stdin, stdout=stdout) as (read, write),
+            ):
+                await server.run(read, write, options)
+        else:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, options)
 
     try:
         anyio.run(main)
