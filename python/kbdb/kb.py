@@ -706,6 +706,14 @@ class KnowledgeBase:
 
     # -- internals -----------------------------------------------------------------------
 
+    def load_embedding_model(
+        self, *, progress: Callable[[str, int, int | None], None] | None = None
+    ) -> None:
+        """Resolve and load the embedding model now rather than at the first embedding:
+        with ``provider = "onnx"`` a first use downloads it, calling ``progress`` with
+        (file name, bytes so far, total bytes or None). Does nothing for other providers."""
+        self._vectors.load_model(progress)
+
     def _refresh_vectors(self) -> None:
         """Catch the vector index up when another process's learn left it behind (the
         writer lock is free), as the lexical index does."""

@@ -217,3 +217,45 @@ def test_user_cache_location_and_offline_errors(
     ):
         resolve_model(EmbeddingConfig(provider="onnx"))
     assert leftovers(cached) == []
+
+
+def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
+    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the CLI does before a learn, search or rebuild that will embed: download under
+    # its own progress bar, not in the middle of the learn bar.
+    import kbdb
+    from kbdb.eval import override_config as override
+
+    served = {
+        "/repo/onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
+        "/repo/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
+    }
+    server = loopback(file_server(served))
+    monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
+    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
+    spec = KNOWN_MODELS["all-MiniLM-L6-v2"]
+    files = tuple(dataclasses.replace(f, sha256=sums[f.name], size=None) for f in spec.files)
+    monkeypatch.setitem(KNOWN_MODELS, "all-MiniLM-L6-v2", dataclasses.replace(spec, files=files))
+    kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
+    kb = kbdb.KnowledgeBase.open(
+        tmp_path / "kb", config=override(kb.config, {"embedding.provider": "onnx"})
+    )
+    seen: list[tuple[str, int, int | None]] = []
+    kb.load_embedding_model(progress=lambda name, done, total: seen.append((name, done, total)))
+    assert {name for name, _, _ in seen} == {"model.onnx", "tokenizer.json"}
+    sizes = {
+        name: len(body)
+        for name, body in (
+            ("model.onnx", served["/repo/onnx/model.onnx"]),
+            ("tokenizer.json", served["/repo/tokenizer.json"]),
+        )
+    }
+    for name, size in sizes.items():
+        last = [done for n, done, _ in seen if n == name][-1]
+        assert last == size
+    # Loaded: learning now embeds without another download.
+    report = kb.learn("The model was downloaded up front.", title="up front")
+    assert not report.sections[0].vector_embedding_failed
+    assert len(server.requests) == 2
+    kb.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,12 +41,22 @@ class State:
         return not (self.json or self.quiet) and sys.stderr.isatty()
 
     @contextmanager
-    def open(self) -> Iterator[KnowledgeBase]:
-        """Open the knowledge base that ``--db``, ``KBDB_DB`` or the current folder names."""
+    def open(self, *, model: bool = False) -> Iterator[KnowledgeBase]:
+        """Open the knowledge base that ``--db``, ``KBDB_DB`` or the current folder names.
+
+        ``model``: the command will embed, so on a terminal the ONNX model is resolved now,
+        under its own download bar, rather than in the middle of another progress bar. A
+        failure here is left for the embedding itself to report (a learn stays lexical)."""
+        from kbdb.errors import KbdbError
         from kbdb.kb import KnowledgeBase
 
         kb = KnowledgeBase.open(self.db)
         try:
+            if model and self.interactive and kb.config.embedding.provider == "onnx":
+                from kbdb.cli.render import download_progress
+
+                with download_progress(True) as progress, suppress(KbdbError):
+                    kb.load_embedding_model(progress=progress)
             yield kb
         finally:
             kb.close()

@@ -323,3 +323,37 @@ def count_progress(enabled: bool, label: str, unit: str) -> Iterator[Any]:
             bar.update(task, completed=done, total=total, rate=_rate(bar))
 
         yield update
+
+
+@contextmanager
+def download_progress(enabled: bool) -> Iterator[Any]:
+    """A ``(file name, bytes so far, total)`` callback drawing one byte bar per downloaded
+    file on stderr when ``enabled``, else None. Nothing is drawn unless bytes arrive."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    columns = (
+        TextColumn("downloading {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(name: str, done: int, total: int | None) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        yield update

@@ -29,6 +29,7 @@ from kbdb.store import queries as q
 
 if TYPE_CHECKING:
     from kbdb.embedding import EmbeddingProvider
+    from kbdb.embedding.provider import ProgressCallback
 
 log = logging.getLogger("kbdb")
 
@@ -85,6 +86,19 @@ class VectorStore:
 
             self._provider = make_provider(self._cfg, kbdir=self._kbdir)
         return self._provider
+
+    def load_model(self, progress: ProgressCallback | None) -> None:
+        """Resolve the model now (downloading it on first use, reporting bytes to
+        ``progress``) and load it, instead of on the first embedding."""
+        if self._cfg.provider != "onnx":
+            return
+        from kbdb.embedding import make_provider
+        from kbdb.embedding.local import OnnxEmbeddingProvider
+
+        if self._provider is None:
+            self._provider = make_provider(self._cfg, kbdir=self._kbdir, progress=progress)
+        if isinstance(self._provider, OnnxEmbeddingProvider):
+            self._provider.load()
 
     @property
     def model_name(self) -> str:

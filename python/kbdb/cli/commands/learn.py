@@ -92,7 +92,7 @@ def learn(
     if not stdin and any(given[k] is not None for k in _STDIN_ONLY):
         used = ", ".join("--" + k.replace("_", "-") for k in _STDIN_ONLY if given[k] is not None)
         raise click.UsageError(f"{used} only apply to stdin ('-'); files carry their own")
-    with st.open() as kb:
+    with st.open(model=True) as kb:
         if stdin:
             content_type = mime or "text/markdown"
             report = kb.learn(

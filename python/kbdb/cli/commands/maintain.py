@@ -130,7 +130,10 @@ def rebuild(lexical_only: bool, vectors_only: bool, reembed: bool) -> int:
     if lexical_only and vectors_only:
         raise click.UsageError("--lexical-only and --vectors-only exclude each other")
     st = state()
-    with st.open() as kb, count_progress(st.interactive, "embedding", "sections") as progress:
+    with (
+        st.open(model=not lexical_only) as kb,
+        count_progress(st.interactive, "embedding", "sections") as progress,
+    ):
         res = kb.rebuild(
             lexical=not vectors_only,
             vectors=not lexical_only,

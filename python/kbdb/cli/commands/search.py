@@ -81,7 +81,7 @@ def search(
     """
     text = " ".join(query)
     st = state()
-    with st.open() as kb:
+    with st.open(model=mode != "lexical") as kb:
         res = kb.search(
             text,
             mode=mode,
