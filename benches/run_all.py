@@ -21,6 +21,7 @@ SCRIPTS = {
     "learn": "bench_learn.py",
     "vector_scan": "bench_vector_scan.py",
     "embed": "bench_embed.py",
+    "maintenance": "bench_maintenance.py",
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 
