@@ -102,7 +102,8 @@ def serve_http(path: Path, address: str, *, version: str, debug: bool = False) -
 
     import uvicorn
 
-    from kbdb.mcp.server import KbHost, LogHub, build_server, setup_logging
+    from kbdb.mcp.logs import LogHub, setup_logging
+    from kbdb.mcp.server import KbHost, build_server
 
     hub = LogHub()
     setup_logging(hub, debug=debug)

@@ -11,21 +11,18 @@ shape, ``{error, code}``, for bad arguments and facade errors alike.
 - Facade calls run on worker threads; the facade is thread-safe and re-reads the index
   generation on every search, so other processes' learns are visible at the next request.
 - Logs of the ``kbdb`` loggers go to stderr and, as ``notifications/message``, to every
-  initialized client. Stdout carries protocol frames only (the SDK's stdio transport points
-  fd 1 at stderr while it serves).
+  initialized client (logs.py). Stdout carries protocol frames only: while serving, fd 1
+  points at stderr and the wire uses a private descriptor (pipes.py, or the SDK's streams).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
 
 import anyio
 import anyio.from_thread
@@ -35,12 +32,13 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from kbdb.errors import KbdbError, NotFoundError
+from kbdb.errors import KbdbError
 from kbdb.mcp import pipes, prompt
+from kbdb.mcp.logs import LEVELS, NO_FORWARD, LogHub, level_index, send_log, setup_logging
 from kbdb.mcp.render import compact_json, render
+from kbdb.mcp.resources import TEMPLATES, list_resources, read_resource
 from kbdb.mcp.schema import check_arguments, output_schema
 from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec, available
-from kbdb.types import RecallResult
 
 if TYPE_CHECKING:
     from kbdb.kb import KnowledgeBase
@@ -48,22 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbdb.mcp")
 
 SERVER_NAME = "kbdb"
-PAGE = 50  # resources per resources/list page
-RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
-SECTION_TEMPLATE = "kbdb://section/{kbid}"
-DOCUMENT_TEMPLATE = "kbdb://document/{docid}"
-LEVELS: tuple[types.LoggingLevel, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 PROGRESS_EVERY = 0.25  # seconds between progress notifications
-NO_FORWARD = "kbdb_mcp_local"  # a log record with this attribute stays on stderr
 
 INSTRUCTIONS = (
     "kbdb is your long-term memory: a local knowledge base of Markdown sections. Before "
@@ -127,84 +110,6 @@ def summarise(report: dict[str, Any]) -> str:
     return (
         f"integrity check failed: {len(errors)} error(s) ({kinds}){example if errors else ''}. "
         "Run 'kbdb check' for the full list; 'kbdb rebuild' repairs indexes."
-    )
-
-
-_Queue = asyncio.Queue[logging.LogRecord]
-
-
-class LogHub(logging.Handler):
-    """Forwards ``kbdb`` log records to every initialized client as notifications/message.
-
-    Records can come from worker threads; they cross into the event loop with
-    ``call_soon_threadsafe`` and are dropped (never block) when a client is slow.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.level_name: types.LoggingLevel = "info"
-        self._subscribers: list[
-            tuple[asyncio.AbstractEventLoop, asyncio.Queue[logging.LogRecord]]
-        ] = []
-
-    def subscribe(self) -> asyncio.Queue[logging.LogRecord]:
-        queue: asyncio.Queue[logging.LogRecord] = asyncio.Queue(maxsize=256)
-        self._subscribers.append((asyncio.get_running_loop(), queue))
-        return queue
-
-    def unsubscribe(self, queue: asyncio.Queue[logging.LogRecord]) -> None:
-        self._subscribers = [s for s in self._subscribers if s[1] is not queue]
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, NO_FORWARD, False) or _level(record) < LEVELS.index(self.level_name):
-            return
-        for loop, queue in list(self._subscribers):
-            try:
-                loop.call_soon_threadsafe(_offer, queue, record)
-            except RuntimeError:  # the loop is closed: the client went away
-                self.unsubscribe(queue)
-
-
-def _offer(queue: asyncio.Queue[logging.LogRecord], record: logging.LogRecord) -> None:
-    if not queue.full():
-        queue.put_nowait(record)
-
-
-def _level(record: logging.LogRecord) -> int:
-    if record.levelno >= logging.CRITICAL:
-        return LEVELS.index("critical")
-    if record.levelno >= logging.ERROR:
-        return LEVELS.index("error")
-    if record.levelno >= logging.WARNING:
-        return LEVELS.index("warning")
-    return LEVELS.index("info") if record.levelno >= logging.INFO else 0
-
-
-def setup_logging(hub: LogHub, *, debug: bool = False) -> None:
-    """``kbdb`` logs to stderr and to the hub; the SDK's own logs to stderr only."""
-    stderr = logging.StreamHandler(sys.stderr)
-    stderr.setFormatter(logging.Formatter("kbdb mcp: %(levelname)s %(name)s: %(message)s"))
-    kbdb_log = logging.getLogger("kbdb")
-    kbdb_log.setLevel(logging.DEBUG if debug else logging.INFO)
-    kbdb_log.addHandler(stderr)
-    kbdb_log.addHandler(hub)
-    kbdb_log.propagate = False
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(stderr)
-        root.setLevel(logging.WARNING)
-
-
-async def _send_log(
-    ctx: ServerRequestContext[Any], level: types.LoggingLevel, data: Any, logger: str
-) -> None:
-    # The typed notification, not ServerSession.send_log_message: that helper warns about
-    # the 2026-07-28 deprecation, while our clients speak the handshake era, where the
-    # logging capability is current.
-    await ctx.session.send_notification(
-        types.LoggingMessageNotification(
-            params=types.LoggingMessageNotificationParams(level=level, data=data, logger=logger)
-        )
     )
 
 
@@ -291,85 +196,6 @@ async def run_tool(
     )
 
 
-# -- resources -----------------------------------------------------------------------------
-
-
-def _markdown(section: dict[str, Any]) -> str:
-    content: str = section["content"]
-    level = max(1, min(int(section["level"] or 1), 6))
-    heading = section["heading"] or section["title"] or ""
-    head = f"{'#' * level} {heading}\n" if heading else ""
-    return head + content.strip() + "\n"
-
-
-async def read_resource(host: KbHost, uri: str) -> types.ReadResourceResult:
-    kb = await host.kb()
-    if uri.startswith("kbdb://document/") and len(uri) > len("kbdb://document/"):
-        docid = unquote(uri[len("kbdb://document/") :])
-        call: Callable[[], RecallResult] = lambda: kb.recall(docid=docid)  # noqa: E731
-    elif uri.startswith("kbdb://section/") and len(uri) > len("kbdb://section/"):
-        kbid = unquote(uri[len("kbdb://section/") :])
-        call = lambda: kb.recall(kbid)  # noqa: E731
-    else:
-        raise MCPError(
-            RESOURCE_NOT_FOUND,
-            f"unknown resource {uri!r}",
-            {"error": f"unknown resource {uri!r}", "code": "NOT_FOUND"},
-        )
-    try:
-        res = await anyio.to_thread.run_sync(call)
-    except NotFoundError as exc:
-        raise MCPError(RESOURCE_NOT_FOUND, exc.message, exc.to_dict()) from None
-    text = "\n".join(_markdown(s.to_dict()) for s in res.sections)
-    return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
-    )
-
-
-async def list_resources(host: KbHost, cursor: str | None) -> types.ListResourcesResult:
-    kb = await host.kb()
-    if not hasattr(kb, "documents"):
-        return types.ListResourcesResult(resources=[])
-    try:
-        offset = int(cursor) if cursor else 0
-        if offset < 0:
-            raise ValueError
-    except ValueError:
-        raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor!r}") from None
-    page = await anyio.to_thread.run_sync(lambda: kb.documents(limit=PAGE, offset=offset))
-    resources = [
-        types.Resource(
-            uri="kbdb://document/" + quote(d.docid, safe=""),
-            name=d.docid,
-            title=d.title or None,
-            description=d.description or f"{d.sections} sections",
-            mime_type="text/markdown",
-        )
-        for d in page.items
-    ]
-    return types.ListResourcesResult(
-        resources=resources, next_cursor=str(offset + PAGE) if page.has_more else None
-    )
-
-
-TEMPLATES = [
-    types.ResourceTemplate(
-        uri_template=SECTION_TEMPLATE,
-        name="section",
-        title="Knowledge section",
-        description="One section by kbid, as Markdown (retired sections too).",
-        mime_type="text/markdown",
-    ),
-    types.ResourceTemplate(
-        uri_template=DOCUMENT_TEMPLATE,
-        name="document",
-        title="Knowledge document",
-        description="A whole document by docid (URL-encoded), its sections in order, as Markdown.",
-        mime_type="text/markdown",
-    ),
-]
-
-
 # -- the server ----------------------------------------------------------------------------
 
 
@@ -440,8 +266,8 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
                 tg.start_soon(_report_health, ctx)
                 while True:
                     record = await queue.get()
-                    level = LEVELS[_level(record)]
-                    await _send_log(ctx, level, record.getMessage(), record.name)
+                    level = LEVELS[level_index(record)]
+                    await send_log(ctx, level, record.getMessage(), record.name)
         finally:
             hub.unsubscribe(queue)
 
@@ -462,7 +288,7 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
                 "error_count": len(report["errors"]),
                 "path": str(host.path),
             }
-            await _send_log(ctx, "warning", data, "kbdb.check")
+            await send_log(ctx, "warning", data, "kbdb.check")
 
     server: Server[Any] = Server(
         SERVER_NAME,
