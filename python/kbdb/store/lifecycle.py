@@ -34,20 +34,16 @@ def chain_row(conn: sqlite3.Connection, kbid: str) -> ChainRow | None:
 
 
 def predecessors(conn: sqlite3.Connection, kbid: str, source_key: str | None) -> list[str]:
-    """Sections retired in favour of ``kbid``, oldest first. Supersession keeps the source
-    key, so its index narrows the search; a section without one falls back to a scan."""
+    """Sections retired in favour of ``kbid``, oldest first. Every supersession (re-learn,
+    ``replace``, revise) keeps the source key, so its index finds them; only a section
+    without a source key needs a scan."""
     if source_key is not None:
-        rows = conn.execute(
-            "SELECT kbid FROM sections WHERE source_key = ? AND superseded_by = ?"
-            " ORDER BY created_at, rowid",
-            (source_key, kbid),
-        ).fetchall()
-        if rows:
-            return [r[0] for r in rows]
-    rows = conn.execute(
-        "SELECT kbid FROM sections WHERE superseded_by = ? ORDER BY created_at, rowid", (kbid,)
-    ).fetchall()
-    return [r[0] for r in rows]
+        sql = "SELECT kbid FROM sections WHERE source_key = ? AND superseded_by = ?"
+        params: tuple[str, ...] = (source_key, kbid)
+    else:
+        sql = "SELECT kbid FROM sections WHERE superseded_by = ?"
+        params = (kbid,)
+    return [r[0] for r in conn.execute(sql + " ORDER BY created_at, rowid", params)]
 
 
 def replace_section(
@@ -148,30 +144,29 @@ def retired_kbids(conn: sqlite3.Connection, kbids: Sequence[str]) -> set[str]:
 
 # -- navigation --------------------------------------------------------------------------
 
-_LIVE_DOCS = (
-    "SELECT d.docid, d.title, d.description, d.source_path, d.type, d.created_at,"
-    " d.updated_at, COUNT(ds.kbid) AS n FROM documents d"
-    " JOIN document_sections ds ON ds.docid = d.docid AND ds.live = 1"
-)
+_HAS_LIVE = "EXISTS (SELECT 1 FROM document_sections ds WHERE ds.docid = d.docid AND ds.live = 1)"
 
 
 def list_documents(
     conn: sqlite3.Connection, *, tags: Sequence[str], limit: int, offset: int
 ) -> tuple[list[tuple[Any, ...]], int]:
-    """Documents with at least one live section, by docid: one page and the total."""
-    where: list[str] = []
+    """Documents with at least one live section, by docid: one page and the total.
+    Each row: docid, title, description, source_path, type, created_at, updated_at, live
+    sections. ``EXISTS`` walks the (docid, live) index instead of grouping every link."""
+    where = [_HAS_LIVE]
     params: list[Any] = []
     for tag in tags:
         where.append("d.docid IN (SELECT docid FROM document_tags WHERE tag = ?)")
         params.append(tag)
-    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    clause = " AND ".join(where)
     total = int(
-        conn.execute(
-            f"SELECT COUNT(*) FROM ({_LIVE_DOCS}{clause} GROUP BY d.docid)", params
-        ).fetchone()[0]
+        conn.execute(f"SELECT COUNT(*) FROM documents d WHERE {clause}", params).fetchone()[0]
     )
     rows = conn.execute(
-        f"{_LIVE_DOCS}{clause} GROUP BY d.docid ORDER BY d.docid LIMIT ? OFFSET ?",
+        "SELECT d.docid, d.title, d.description, d.source_path, d.type, d.created_at,"
+        " d.updated_at, (SELECT COUNT(*) FROM document_sections ds"
+        " WHERE ds.docid = d.docid AND ds.live = 1)"
+        f" FROM documents d WHERE {clause} ORDER BY d.docid LIMIT ? OFFSET ?",
         (*params, limit, offset),
     ).fetchall()
     return [tuple(r) for r in rows], total
