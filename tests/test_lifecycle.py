@@ -448,3 +448,16 @@ def test_forgotten_section_of_a_file_and_relearning(kb: kbdb.KnowledgeBase, tmp_
     kb.learn_path(f)
     assert [i.kbid for i in kb.search("pip").items] == [install]
     assert not kb.recall(install).sections[0].retired
+
+
+def test_image_is_embedded_from_title_and_description(vkb: kbdb.KnowledgeBase) -> None:
+    vkb.learn_many(kbdb.LearnItem(text, docid=name) for name, text in FACTS.items())
+    img = vkb.learn(
+        "iVBORw0KGgo=",
+        type="image/png",
+        title="Network topology",
+        description="routers, switches and firewalls of the office network",
+    )
+    assert img.sections[0].vector_embedding_failed is False
+    hits = vkb.search("diagram of the LAN hardware", mode="vector", limit=1).items
+    assert hits[0].kbid == img.sections[0].kbid
