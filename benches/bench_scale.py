@@ -1,0 +1,340 @@
+"""BENCHMARKS.md §5 (scale curve and cold CLI): knowledge bases of 10k, 100k and 1M sections.
+
+Sections are realistic text: the paragraphs of ``../shared/corpora`` (tldr pages and the
+Rust book), each copy with ~15 % of its words swapped for other corpus words (seeded), in
+documents of 8 sections with headings. They are learned with ``learn_many`` (lexical).
+The vector index is then written straight from seeded random unit vectors, one per live
+section (embedding 1M sections with the real model would take hours here); queries are
+embedded by the real model, so vector latency is the real query embedding plus a real scan
+of N vectors.
+
+Per size, in fresh subprocesses:
+- disk size of ``.kbdb`` (database, lexical index, vectors);
+- open: ``KnowledgeBase.open`` plus loading the lexical index, and the RSS after it;
+- lexical and vector ``kb.search`` p50/p95 (limit 10) over queries made of corpus words,
+  and the RSS after them;
+- one more small document (``kb.learn`` of a 3-section note, lexical; and with the model);
+- retiring one document (``kb.forget(docid=…)``).
+Cold CLI (at 100k, or the largest size below it): the wall time of ``kbdb search`` against
+``python -c pass`` in the same run.
+
+    python benches/bench_scale.py [--sizes 10000,100000,1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import CORPORA, ROOT, latency_stats, print_table, write_result  # noqa: E402
+
+SECTIONS_PER_DOC = 8
+SWAP = 0.15
+QUERIES = 200
+GOALS = {"open_ms_1m": 100, "rss_mb_1m": 300, "lexical_p50_ms": 10, "learn_one_ms": 200}
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+
+
+def paragraphs() -> list[str]:
+    """Every paragraph of the corpora with at least 8 words, in a stable order."""
+    out: list[str] = []
+    for name in ("tldr", "rust-book"):
+        for path in sorted((CORPORA / name).rglob("*.md")):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for para in re.split(r"\n\s*\n", text):
+                para = para.strip()
+                if len(para.split()) >= 8 and not para.startswith("#"):
+                    out.append(para)
+    return out
+
+
+def documents(n_sections: int, seed: int) -> Iterator[tuple[str, str]]:
+    """(docid, Markdown) of ``SECTIONS_PER_DOC`` sections each, until ``n_sections``."""
+    rng = random.Random(seed)
+    paras = paragraphs()
+    vocab = sorted({w.lower() for p in paras[:5000] for w in WORD.findall(p)})
+    made = 0
+    doc = 0
+    while made < n_sections:
+        parts = []
+        for s in range(min(SECTIONS_PER_DOC, n_sections - made)):
+            words = rng.choice(paras).split()
+            for i in range(len(words)):
+                if rng.random() < SWAP:
+                    words[i] = rng.choice(vocab)
+            heading = " ".join(rng.choice(vocab) for _ in range(3))
+            marks = "#" if s == 0 else "##"  # one h1 per document, then its h2 sections
+            parts.append(f"{marks} {heading} {doc}.{s}\n\n{' '.join(words)}\n")
+            made += 1
+        yield f"scale-{doc}", "\n".join(parts)
+        doc += 1
+
+
+def build(root: Path, n: int, seed: int) -> dict[str, Any]:
+    """Learn ``n`` sections into a new knowledge base at ``root``, then write the vector
+    index from random unit vectors."""
+    import numpy as np
+
+    from kbdb import KnowledgeBase, LearnItem, _core
+    from kbdb.store import queries as q
+
+    t0 = time.perf_counter()
+    kb = KnowledgeBase.init(root)
+    items = (LearnItem(text, docid=docid) for docid, text in documents(n, seed))
+    kb.learn_many(items, batch=2048)
+    learn_s = time.perf_counter() - t0
+    with kb._db.read() as conn:
+        kbids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT kbid FROM sections WHERE retired_at IS NULL ORDER BY kbid"
+            )
+        ]
+        head = q.max_seq(conn)
+    rng = np.random.default_rng(seed)
+    index = _core.VectorIndex.open(
+        str(kb.path / "indexes"), create=True, dimensions=384, model_name="all-MiniLM-L6-v2"
+    )
+    t1 = time.perf_counter()
+    for start in range(0, len(kbids), 1 << 17):
+        chunk = kbids[start : start + (1 << 17)]
+        v = rng.standard_normal((len(chunk), 384), dtype=np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        if start == 0:
+            index.write(chunk, v, model_name="all-MiniLM-L6-v2", watermark=head)
+        else:
+            index.append(chunk, v, watermark=head)
+    index.compact(force=True)
+    kb.close()
+    return {"sections": len(kbids), "learn_s": learn_s, "vectors_s": time.perf_counter() - t1}
+
+
+def disk_bytes(root: Path) -> dict[str, int]:
+    kbdir = root / ".kbdb"
+    out = {"db": 0, "lexical": 0, "vectors": 0}
+    for p in kbdir.rglob("*"):
+        if not p.is_file():
+            continue
+        size = p.stat().st_size
+        if p.name.startswith("kb.sqlite"):
+            out["db"] += size
+        elif p.name.startswith("vectors"):
+            out["vectors"] += size
+        elif "indexes" in p.parts:
+            out["lexical"] += size
+    out["total"] = sum(out.values())
+    return out
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure(root: str, model: str, seed: int) -> None:
+    """Runs in a fresh subprocess: open, search, learn one, retire one; prints JSON."""
+    from kbdb import KnowledgeBase
+    from kbdb.eval import override_config
+
+    out: dict[str, Any] = {"rss_start_mb": rss_mb()}
+    t0 = time.perf_counter()
+    kb = KnowledgeBase.open(root)
+    kb._index.core  # noqa: B018 - the open cost includes mapping the lexical index
+    out["open_ms"] = (time.perf_counter() - t0) * 1000
+    out["rss_open_mb"] = rss_mb()
+    rng = random.Random(seed + 1)
+    vocab = sorted({w.lower() for p in paragraphs()[:3000] for w in WORD.findall(p)})
+    queries = [
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 3))) for _ in range(QUERIES)
+    ]
+    first = time.perf_counter()
+    kb.search(queries[0], limit=10)
+    out["first_search_ms"] = (time.perf_counter() - first) * 1000
+    lexical = []
+    for text in queries:
+        t = time.perf_counter()
+        kb.search(text, limit=10)
+        lexical.append(time.perf_counter() - t)
+    out["lexical"] = latency_stats(lexical)
+    out["rss_lexical_mb"] = rss_mb()
+    learn_one = []
+    for i in range(5):
+        t = time.perf_counter()
+        kb.learn(
+            f"# Scale probe {i}\n\n## First\n\nA small note number {i} about {queries[i]}.\n\n"
+            f"## Second\n\nIt has three sections.\n\n## Third\n\nThe last one, {i}.\n",
+            docid=f"probe-lexical-{i}",
+        )
+        learn_one.append(time.perf_counter() - t)
+    out["learn_one_lexical_ms"] = statistics.median(learn_one) * 1000
+    forget = []
+    for i in range(5):
+        t = time.perf_counter()
+        kb.forget(docid=f"scale-{i * 7}")
+        forget.append(time.perf_counter() - t)
+    out["retire_one_ms"] = statistics.median(forget) * 1000
+    kb.close()
+
+    settings = {"embedding.provider": "onnx", "embedding.model_path": model}
+    kb = KnowledgeBase.open(root, config=override_config(KnowledgeBase.open(root).config, settings))
+    kb.load_embedding_model()
+    kb.search(queries[0], mode="vector", limit=10)
+    vector = []
+    for text in queries[:100]:
+        t = time.perf_counter()
+        kb.search(text, mode="vector", limit=10)
+        vector.append(time.perf_counter() - t)
+    out["vector"] = latency_stats(vector)
+    out["rss_vector_mb"] = rss_mb()
+    learn_one = []
+    for i in range(5):
+        t = time.perf_counter()
+        kb.learn(
+            f"# Vector probe {i}\n\n## First\n\nA small note {i} about {queries[i]}.\n\n"
+            f"## Second\n\nEmbedded at learn time.\n\n## Third\n\nThe last one, {i}.\n",
+            docid=f"probe-vector-{i}",
+        )
+        learn_one.append(time.perf_counter() - t)
+    out["learn_one_embedded_ms"] = statistics.median(learn_one) * 1000
+    kb.close()
+    print(json.dumps(out))
+
+
+def child(*args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def cold_cli(root: Path, rounds: int = 7) -> dict[str, Any]:
+    kbdb = Path(sys.executable).with_name("kbdb")
+    env = {**os.environ, "KBDB_DB": str(root)}
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "kbdb search": [str(kbdb), "--quiet", "search", "ownership borrowing"],
+    }
+    best: dict[str, float] = {}
+    for name, cmd in cmds.items():
+        runs = []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            subprocess.run(cmd, env=env, capture_output=True, check=True)
+            runs.append(time.perf_counter() - t)
+        best[name] = statistics.median(runs) * 1000
+    return {
+        "python_ms": best["python -c pass"],
+        "kbdb_search_ms": best["kbdb search"],
+        "above_python_ms": best["kbdb search"] - best["python -c pass"],
+        "goal_above_python_ms": 100,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--keep", type=Path, help="keep the knowledge bases under this folder")
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--worker-build", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    model = args.model or Path(
+        os.environ.get("KBDB_TEST_MODEL_DIR") or ROOT.parent / "shared/models/all-MiniLM-L6-v2"
+    )
+    if args.worker_build:
+        print(json.dumps(build(Path(args.worker_build[0]), int(args.worker_build[1]), args.seed)))
+        return 0
+    if args.worker_measure:
+        measure(args.worker_measure, str(model), args.seed)
+        return 0
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="kbdb-scale-"))
+    rows: list[dict[str, Any]] = []
+    cold: dict[str, Any] | None = None
+    try:
+        for n in sizes:
+            root = base / f"kb-{n}"
+            if root.exists():
+                shutil.rmtree(root)
+            built = child("--worker-build", str(root), str(n), "--seed", str(args.seed))
+            row: dict[str, Any] = {"size": n, **built, "disk": disk_bytes(root)}
+            row.update(child("--worker-measure", str(root), "--model", str(model)))
+            rows.append(row)
+            if n <= 100_000:
+                cold = cold_cli(root) | {"size": n}
+            print(json.dumps(row), flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+    table = [
+        (
+            f"{r['size']:,}",
+            f"{r['disk']['total'] / 2**20:.0f} MB",
+            f"{r['open_ms']:.1f}",
+            f"{r['rss_open_mb']:.0f}",
+            f"{r['lexical']['p50_ms']:.2f} / {r['lexical']['p95_ms']:.2f}",
+            f"{r['vector']['p50_ms']:.1f} / {r['vector']['p95_ms']:.1f}",
+            f"{r['learn_one_lexical_ms']:.0f} / {r['learn_one_embedded_ms']:.0f}",
+            f"{r['retire_one_ms']:.0f}",
+        )
+        for r in rows
+    ]
+    print_table(
+        "scale curve",
+        (
+            "sections",
+            "disk",
+            "open ms",
+            "RSS MB",
+            "lexical p50/p95 ms",
+            "vector p50/p95 ms",
+            "learn one doc ms (lex/emb)",
+            "retire one ms",
+        ),
+        table,
+    )
+    if cold:
+        print(
+            f"cold CLI at {cold['size']:,}: kbdb search {cold['kbdb_search_ms']:.0f} ms, "
+            f"python -c pass {cold['python_ms']:.0f} ms, +{cold['above_python_ms']:.0f} ms"
+        )
+    write_result(
+        "scale",
+        {
+            "sizes": sizes,
+            "seed": args.seed,
+            "model": str(model),
+            "generator": f"corpora paragraphs, {SWAP:.0%} words swapped, "
+            f"{SECTIONS_PER_DOC} sections per document; random unit vectors",
+            "goals": GOALS,
+            "rows": rows,
+            "cold_cli": cold,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
