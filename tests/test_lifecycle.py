@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tests.conftest import write
 from tests.embedding.conftest import find_test_model
 
@@ -14,6 +16,8 @@ import kbdb
 from kbdb import _core
 from kbdb.config import set_value
 from kbdb.errors import InvalidArgumentError, NotFoundError
+from kbdb.ingest.section import RawSection, build_sections
+from kbdb.lifecycle import heading_tree
 from kbdb.types import OutlineNode
 
 GUIDE = (
@@ -461,3 +465,21 @@ def test_image_is_embedded_from_title_and_description(vkb: kbdb.KnowledgeBase) -
     assert img.sections[0].vector_embedding_failed is False
     hits = vkb.search("diagram of the LAN hardware", mode="vector", limit=1).items
     assert hits[0].kbid == img.sections[0].kbid
+
+
+@given(st.lists(st.integers(min_value=0, max_value=6), max_size=30))
+def test_outline_tree_matches_the_splitter_parents(levels: list[int]) -> None:
+    raw = [RawSection(f"h{i}", lvl, "", "", "") for i, lvl in enumerate(levels)]
+    parsed = build_sections(raw)
+    parent_of: dict[str, str | None] = {}
+
+    def visit(nodes: tuple[OutlineNode, ...], parent: str | None) -> None:
+        for n in nodes:
+            parent_of[n.kbid] = parent
+            visit(n.children, n.kbid)
+
+    tree = heading_tree([(f"h{i}", f"h{i}", lvl) for i, lvl in enumerate(levels)])
+    visit(tuple(n.freeze() for n in tree), None)
+    assert parent_of == {
+        f"h{i}": (None if p.parent is None else f"h{p.parent}") for i, p in enumerate(parsed)
+    }
