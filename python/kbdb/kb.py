@@ -431,13 +431,13 @@ class KnowledgeBase:
     ) -> RebuildReport:
         """Regenerate the indexes from the database. Repairs missing or corrupt index
         files; the old index keeps serving readers until the new one is published.
-        Embeddings are reused from the cache unless ``reembed``; ``progress`` is called
-        with (sections embedded, total)."""
+        Embeddings are reused from the cache unless ``reembed``. ``progress(done, total)``
+        follows the sections read for the lexical index, then those embedded."""
         started = time.perf_counter()
         sections = embedded = 0
         with self._lock.hold():
             if lexical:
-                sections = self._index.rebuild()
+                sections = self._index.rebuild(progress)
                 with self._db.write() as conn:
                     neardup.rebuild(conn)
             if vectors and self._vectors.enabled:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from kbdb import _core
@@ -118,9 +119,10 @@ class LexicalIndex:
             for t in index_fields(heading, content, type, title, description)
         )
 
-    def rebuild(self) -> int:
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Regenerate the index from the database, repairing a missing or corrupt one.
-        Caller holds the writer lock. Returns the number of sections indexed."""
+        Caller holds the writer lock. Returns the number of sections indexed.
+        ``progress(sections read, total)`` follows the read of the database."""
         with self._mutex:
             self.directory.mkdir(parents=True, exist_ok=True)
             try:
@@ -128,16 +130,21 @@ class LexicalIndex:
             except IndexCorruptError:
                 log.warning("lexical index in %s is corrupt; rebuilding", self.directory)
                 index = _core.Index.open(str(self.directory), reset=True)
-            n = self._rebuild(index)
+            n = self._rebuild(index, progress)
             self._index = index
         return n
 
-    def _rebuild(self, index: _core.Index) -> int:
+    def _rebuild(
+        self, index: _core.Index, progress: Callable[[int, int], None] | None = None
+    ) -> int:
         docs: list[tuple[str, str, str, str]] = []
         with self._db.read() as conn:
             head = q.max_seq(conn)
+            total = q.live_count(conn) if progress else 0
             for batch in q.iter_live_index_rows(conn):
                 docs.extend((r[0], *index_fields(r[1], r[2], r[3], r[4], r[5])) for r in batch)
+                if progress:
+                    progress(len(docs), total)
         index.rebuild(docs, watermark=head)
         return len(docs)
 

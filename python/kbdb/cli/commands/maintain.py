@@ -132,7 +132,7 @@ def rebuild(lexical_only: bool, vectors_only: bool, reembed: bool) -> int:
     st = state()
     with (
         st.open(model=not lexical_only) as kb,
-        count_progress(st.interactive, "embedding", "sections") as progress,
+        count_progress(st.interactive, "rebuilding", "sections") as progress,
     ):
         res = kb.rebuild(
             lexical=not vectors_only,
