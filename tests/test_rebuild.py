@@ -207,3 +207,10 @@ def test_a_rebuild_killed_halfway_leaves_the_old_index_serving(tmp_path: Path) -
         assert [[i.kbid for i in after.search(q).items] for q in queries] == before
     finally:
         after.close()
+
+
+def test_lexical_rebuild_reports_progress(kb: kbdb.KnowledgeBase) -> None:
+    fill(kb)
+    seen: list[tuple[int, int]] = []
+    kb.rebuild(vectors=False, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (len(NOTES) + 1, len(NOTES) + 1)
