@@ -22,6 +22,7 @@ from kbdb.errors import (
     ContentTooLargeError,
     EmbeddingProviderNotConfiguredError,
     InvalidArgumentError,
+    KbdbError,
     KbLockedError,
     KbNotFoundError,
     NotFoundError,
@@ -630,7 +631,12 @@ class KnowledgeBase:
         sections are checked. ``ok`` is false when any error is found."""
         from kbdb.maintenance.check import run_check
 
-        model = self._vectors.model_name if self._vectors.enabled else None
+        model: str | None = None
+        if self._vectors.enabled:
+            try:
+                model = self._vectors.model_name
+            except KbdbError:  # the provider cannot start; its configured model still counts
+                model = self.config.embedding.model
         return run_check(
             self._db, self.path / INDEX_DIR, vector_model=model, progress=progress
         )

@@ -191,7 +191,7 @@ def import_(path: str, merge: bool | None) -> int:
     gain the snapshot's entries and tags. The indexes catch up afterwards.
     """
     st = state()
-    with st.open() as kb:
+    with st.open(model=True) as kb:
         res = kb.import_snapshot(path, merge=merge)
     if st.json:
         emit_json(res.to_dict())
