@@ -22,6 +22,7 @@ SCRIPTS = {
     "vector_scan": "bench_vector_scan.py",
     "embed": "bench_embed.py",
     "maintenance": "bench_maintenance.py",
+    "neardup": "bench_neardup.py",
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 

@@ -232,7 +232,7 @@ def _band_keys_of(sig: U64) -> U64:
     _, mul = _seeds()
     rows = sig.reshape(-1, BANDS, ROWS)
     with np.errstate(over="ignore"):
-        keys = (rows * mul[None, None, :]).sum(axis=2, dtype=np.uint64)
+        keys: U64 = (rows * mul[None, None, :]).sum(axis=2, dtype=np.uint64)
         keys += np.arange(BANDS, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
         keys ^= keys >> np.uint64(31)
         keys *= np.uint64(0x94D049BB133111EB)
