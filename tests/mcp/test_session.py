@@ -221,3 +221,17 @@ def test_stdin_and_stdout_that_are_files_use_the_sdk_streams(kbdir: Path, tmp_pa
     assert proc.returncode == 0, proc.stderr
     frames = [json.loads(line) for line in responses.read_text().splitlines()]
     assert frames[0]["id"] == 1 and frames[0]["result"]["serverInfo"]["name"] == "kbdb"
+
+
+async def test_a_corrupt_index_is_reported_and_rebuild_repairs_it(
+    kbdir: Path, tmp_path: Path
+) -> None:
+    for f in (kbdir / "indexes").iterdir():
+        if f.is_file() and f.stat().st_size > 50:
+            with f.open("r+b") as fh:
+                fh.seek(20)
+                fh.write(b"\xff\xff\xff\xff")
+    async with connect(kbdir, tmp_path / "err.log") as c:
+        assert (await c.error("search", {"query": "postgres"}))["code"] == "INDEX_CORRUPT"
+        assert (await c.ok("rebuild", {}))["sections"] == 3
+        assert (await c.ok("search", {"query": "postgres"}))["total"] == 1

@@ -8,8 +8,10 @@ shape, ``{error, code}``, for bad arguments and facade errors alike.
 - ``initialize`` is answered at once; the knowledge base opens on a worker thread after the
   client's ``notifications/initialized`` (or on the first request), then the integrity check
   runs once and a failed check becomes a ``warning`` notification to each client.
-- Facade calls run on worker threads; the facade is thread-safe and re-reads the index
-  generation on every search, so other processes' learns are visible at the next request.
+- Facade calls run on worker threads, except a lexical search and a recall, which take
+  less time than the thread hop and run on the event loop. The facade is thread-safe and
+  re-reads the index generation on every search, so other processes' learns are visible at
+  the next request.
 - Logs of the ``kbdb`` loggers go to stderr and, as ``notifications/message``, to every
   initialized client (logs.py). Stdout carries protocol frames only: while serving, fd 1
   points at stderr and the wire uses a private descriptor (pipes.py, or the SDK's streams).
@@ -75,7 +77,14 @@ class KbHost:
                     # Imported here: the engine loads after `initialize` has been answered.
                     from kbdb.kb import KnowledgeBase
 
-                    self._kb = await anyio.to_thread.run_sync(KnowledgeBase.open, self.path)
+                    kb = await anyio.to_thread.run_sync(KnowledgeBase.open, self.path)
+                    # Opens (or builds, when missing) the index on this worker thread, so
+                    # that the searches run on the event loop never have to.
+                    try:
+                        await anyio.to_thread.run_sync(kb.stats)
+                    except KbdbError as exc:  # e.g. INDEX_CORRUPT: the tools report it, and
+                        log.warning("%s", exc)  # `rebuild` must stay reachable to repair it
+                    self._kb = kb
                     log.info("knowledge base %s open", self._kb.path)
         return self._kb
 
@@ -179,7 +188,10 @@ async def run_tool(
         if spec.progress and progress is not None:
             arguments = {**arguments, PROGRESS: progress}
         kb = await host.kb()
-        result = await anyio.to_thread.run_sync(spec.call, kb, arguments)
+        if spec.inline is not None and spec.inline(arguments):
+            result = spec.call(kb, arguments)
+        else:
+            result = await anyio.to_thread.run_sync(spec.call, kb, arguments)
     except KbdbError as exc:
         return error_result(exc)
     except Exception as exc:  # the MCP tool adapter is the one broad catch (STYLE.md)

@@ -45,6 +45,9 @@ class ToolSpec:
     result: str  # the kbdb.types class its result is
     call: Call
     progress: bool = False  # the facade method takes progress=(done, total)
+    # Calls quick enough to run on the event loop: a thread hop costs more than they do
+    # (benches/bench_mcp.py). None: always on a worker thread.
+    inline: Callable[[Args], bool] | None = None
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:
@@ -264,6 +267,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "search",
         "SearchResult",
         _search,
+        inline=lambda a: (a.get("mode") or a.get("search_mode") or "lexical") == "lexical",
     ),
     ToolSpec(
         "recall",
@@ -283,6 +287,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "recall",
         "RecallResult",
         _recall,
+        inline=lambda a: True,
     ),
     ToolSpec(
         "learn",
