@@ -4,7 +4,7 @@ resource template)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 import mcp_types as types
@@ -87,8 +87,7 @@ async def get(host: KbHost, arguments: dict[str, str]) -> types.GetPromptResult:
     if arguments.get("skill"):
         kb = await host.kb()
         try:
-            get_skill = kb.skill_get  # type: ignore[attr-defined,unused-ignore]
-            skill = await anyio.to_thread.run_sync(get_skill, arguments["skill"])
+            skill = await anyio.to_thread.run_sync(kb.skill_get, arguments["skill"])
         except KbdbError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message, exc.to_dict()) from None
         parts.append(f'Follow the skill "{skill.name}" ({skill.description}):\n\n{skill.content}')
@@ -125,17 +124,14 @@ async def complete(host: KbHost, params: types.CompleteRequestParams) -> types.C
 
 def _candidates(kb: KnowledgeBase, kind: str) -> tuple[list[str], bool]:
     """The names to complete from, and whether the list is complete."""
-    kb_any: Any = kb
-    if kind == "tag" and hasattr(kb, "tags"):
-        return [t.tag for t in kb_any.tags().tags], True
-    if kind == "skill" and hasattr(kb, "skill_list"):
-        return sorted(s.name for s in kb_any.skill_list().skills), True
-    if kind == "docid" and hasattr(kb, "documents"):
-        out: list[str] = []
-        while len(out) < SCAN_DOCUMENTS:
-            page = kb_any.documents(limit=100, offset=len(out))
-            out += [d.docid for d in page.items]
-            if not page.has_more or not page.items:
-                return sorted(out), True
-        return sorted(out), False
-    return [], True
+    if kind == "tag":
+        return [t.tag for t in kb.tags().tags], True
+    if kind == "skill":
+        return sorted(s.name for s in kb.skill_list().skills), True
+    out: list[str] = []  # docid
+    while len(out) < SCAN_DOCUMENTS:
+        page = kb.documents(limit=100, offset=len(out))
+        out += [d.docid for d in page.items]
+        if not page.has_more or not page.items:
+            return sorted(out), True
+    return sorted(out), False

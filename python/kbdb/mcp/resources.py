@@ -57,8 +57,6 @@ async def read_resource(host: KbHost, uri: str) -> types.ReadResourceResult:
 
 async def list_resources(host: KbHost, cursor: str | None) -> types.ListResourcesResult:
     kb = await host.kb()
-    if not hasattr(kb, "documents"):
-        return types.ListResourcesResult(resources=[])
     try:
         offset = int(cursor) if cursor else 0
         if offset < 0:

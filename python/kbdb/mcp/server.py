@@ -19,6 +19,7 @@ shape, ``{error, code}``, for bad arguments and facade errors alike.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import Counter
@@ -40,7 +41,7 @@ from kbdb.mcp.logs import LEVELS, NO_FORWARD, LogHub, level_index, send_log, set
 from kbdb.mcp.render import compact_json, render
 from kbdb.mcp.resources import TEMPLATES, list_resources, read_resource
 from kbdb.mcp.schema import check_arguments, output_schema
-from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec, available
+from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec
 
 if TYPE_CHECKING:
     from kbdb.kb import KnowledgeBase
@@ -94,12 +95,10 @@ class KbHost:
         async with self._check_lock:
             if not self._checked:
                 kb = await self.kb()
-                check = getattr(kb, "check", None)
-                if check is not None:
-                    report = await anyio.to_thread.run_sync(check)
-                    if not report.ok:
-                        self._health = report.to_dict()
-                        log.warning(summarise(self._health), extra={NO_FORWARD: True})
+                report = await anyio.to_thread.run_sync(kb.check)
+                if not report.ok:
+                    self._health = report.to_dict()
+                    log.warning(summarise(self._health), extra={NO_FORWARD: True})
                 self._checked = True
         return self._health
 
@@ -125,30 +124,25 @@ def summarise(report: dict[str, Any]) -> str:
 # -- tools ---------------------------------------------------------------------------------
 
 
-def tool_definitions() -> list[types.Tool]:
-    import kbdb.types
-
-    out = []
-    for spec in TOOLS:
-        if not available(spec):
-            continue
-        out.append(
-            types.Tool(
-                name=spec.name,
+@functools.cache
+def tool_definitions() -> tuple[types.Tool, ...]:
+    return tuple(
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            output_schema=output_schema(spec.result),
+            annotations=types.ToolAnnotations(
                 title=spec.title,
-                description=spec.description,
-                input_schema=spec.input_schema,
-                output_schema=output_schema(getattr(kbdb.types, spec.result)),
-                annotations=types.ToolAnnotations(
-                    title=spec.title,
-                    read_only_hint=spec.read_only,
-                    destructive_hint=spec.destructive,
-                    idempotent_hint=spec.idempotent,
-                    open_world_hint=False,
-                ),
-            )
+                read_only_hint=spec.read_only,
+                destructive_hint=spec.destructive,
+                idempotent_hint=spec.idempotent,
+                open_world_hint=False,
+            ),
         )
-    return out
+        for spec in TOOLS
+    )
 
 
 def error_result(exc: KbdbError) -> types.CallToolResult:
@@ -182,7 +176,8 @@ async def run_tool(
     arguments: dict[str, Any],
     progress: Callable[[int, int], None] | None = None,
 ) -> types.CallToolResult:
-    """Validate, call the facade on a worker thread, and shape the result or the error."""
+    """Validate, call the facade (on a worker thread unless the tool is quick enough for the
+    event loop), and shape the result or the error."""
     try:
         check_arguments(spec.input_schema, arguments)
         if spec.progress and progress is not None:
@@ -217,14 +212,14 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tool_definitions())
+        return types.ListToolsResult(tools=list(tool_definitions()))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         spec = BY_NAME.get(params.name)
-        if spec is None or not available(spec):
-            names = ", ".join(t.name for t in TOOLS if available(t))
+        if spec is None:
+            names = ", ".join(t.name for t in TOOLS)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} (tools: {names})")
         # report_progress is a no-op unless the client sent a progress token.
         return await run_tool(host, spec, dict(params.arguments or {}), progress_reporter(ctx))

@@ -16,6 +16,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbdb.errors import InvalidArgumentError
+from kbdb.types import (
+    CheckReport,
+    ContradictionsResult,
+    DocumentList,
+    ExportReport,
+    ForgetResult,
+    GcReport,
+    HistoryResult,
+    LearnReport,
+    Outline,
+    RebuildReport,
+    RecallResult,
+    RelatedResult,
+    ReviseResult,
+    SearchResult,
+    Skill,
+    SkillLearnResult,
+    SkillList,
+    Stats,
+    TagList,
+)
 
 if TYPE_CHECKING:
     from kbdb.kb import KnowledgeBase
@@ -41,8 +62,7 @@ class ToolSpec:
     description: str
     properties: dict[str, Any]
     required: tuple[str, ...]
-    method: str  # the KnowledgeBase method it needs
-    result: str  # the kbdb.types class its result is
+    result: type  # the kbdb.types class of its result (its output schema)
     call: Call
     progress: bool = False  # the facade method takes progress=(done, total)
     # Calls quick enough to run on the event loop: a thread hop costs more than they do
@@ -144,7 +164,7 @@ def _recall(kb: KnowledgeBase, a: Args) -> Any:
 
 def _forget(kb: KnowledgeBase, a: Args) -> Any:
     kbids, docid = _kbids_or_docid(a, "forget")
-    return kb.forget(*kbids, docid=docid)  # type: ignore[attr-defined,unused-ignore]
+    return kb.forget(*kbids, docid=docid)
 
 
 def _learn(kb: KnowledgeBase, a: Args) -> Any:
@@ -161,7 +181,7 @@ def _learn(kb: KnowledgeBase, a: Args) -> Any:
 
 
 def _revise(kb: KnowledgeBase, a: Args) -> Any:
-    return kb.revise(  # type: ignore[attr-defined,unused-ignore]
+    return kb.revise(
         a["kbid"],
         a["content"],
         title=a.get("title"),
@@ -177,13 +197,11 @@ def _export(kb: KnowledgeBase, a: Args) -> Any:
     path = Path(a.get("path", "kbdb-export")).expanduser()
     if not path.is_absolute():
         path = kb.path.parent / path
-    return kb.export(str(path), progress=a.get(PROGRESS))  # type: ignore[attr-defined,unused-ignore]
+    return kb.export(str(path), progress=a.get(PROGRESS))
 
 
 def _skill_learn(kb: KnowledgeBase, a: Args) -> Any:
-    return kb.skill_learn(  # type: ignore[attr-defined,unused-ignore]
-        a["name"], a["description"], a["content"], tags=a.get("tags", ())
-    )
+    return kb.skill_learn(a["name"], a["description"], a["content"], tags=a.get("tags", ()))
 
 
 def _method(name: str, *keys: str, positional: str | None = None) -> Call:
@@ -264,8 +282,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "explain": _bool("Include each result's score breakdown.", False),
         },
         ("query",),
-        "search",
-        "SearchResult",
+        SearchResult,
         _search,
         inline=lambda a: (a.get("mode") or a.get("search_mode") or "lexical") == "lexical",
     ),
@@ -284,8 +301,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "docid": _str("A document id: returns its sections in order.", minLength=1),
         },
         (),
-        "recall",
-        "RecallResult",
+        RecallResult,
         _recall,
         inline=lambda a: True,
     ),
@@ -314,8 +330,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "section_type": _str("The kind of knowledge: section (default), fact, decision, note…"),
         },
         ("content",),
-        "learn",
-        "LearnReport",
+        LearnReport,
         _learn,
     ),
     ToolSpec(
@@ -336,8 +351,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "section_type": _str("A new kind (default: unchanged)."),
         },
         ("kbid", "content"),
-        "revise",
-        "ReviseResult",
+        ReviseResult,
         _revise,
     ),
     ToolSpec(
@@ -350,8 +364,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "and the reason it was retired. Use it to see how a fact changed.",
         {"kbid": KBID},
         ("kbid",),
-        "history",
-        "HistoryResult",
+        HistoryResult,
         _method("history", positional="kbid"),
     ),
     ToolSpec(
@@ -368,8 +381,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "docid": _str("Retire every section of this document.", minLength=1),
         },
         (),
-        "forget",
-        "ForgetResult",
+        ForgetResult,
         _forget,
     ),
     ToolSpec(
@@ -388,8 +400,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "offset": _int("Skip this many documents (paging).", default=0, minimum=0),
         },
         (),
-        "documents",
-        "DocumentList",
+        DocumentList,
         _method("documents", "tags", "limit", "offset"),
     ),
     ToolSpec(
@@ -402,8 +413,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "the parts you need.",
         {"docid": _str("The document id.", minLength=1)},
         ("docid",),
-        "outline",
-        "Outline",
+        Outline,
         _method("outline", positional="docid"),
     ),
     ToolSpec(
@@ -415,8 +425,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Every tag in use, with how many sections carry it. Reuse existing tags when you learn.",
         {},
         (),
-        "tags",
-        "TagList",
+        TagList,
         _method("tags"),
     ),
     ToolSpec(
@@ -434,8 +443,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             ),
         },
         ("kbid",),
-        "related",
-        "RelatedResult",
+        RelatedResult,
         _method("related", "limit", positional="kbid"),
     ),
     ToolSpec(
@@ -448,8 +456,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "provider and model, whether the vector index is stale, and the index generation.",
         {},
         (),
-        "stats",
-        "Stats",
+        Stats,
         _method("stats"),
     ),
     ToolSpec(
@@ -463,8 +470,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "After errors, `rebuild` repairs indexes.",
         {},
         (),
-        "check",
-        "CheckReport",
+        CheckReport,
         _method("check", PROGRESS),
         progress=True,
     ),
@@ -488,8 +494,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
         },
         (),
-        "gc",
-        "GcReport",
+        GcReport,
         _method("gc", "dry_run", "prune_retired", "older_than_days"),
     ),
     ToolSpec(
@@ -507,8 +512,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "reembed": _bool("Embed every section again instead of reusing the cache.", False),
         },
         (),
-        "rebuild",
-        "RebuildReport",
+        RebuildReport,
         _method("rebuild", "lexical", "vectors", "reembed", PROGRESS),
         progress=True,
     ),
@@ -523,8 +527,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "versioning. A relative path is taken from the folder that holds .kbdb.",
         {"path": _str("Destination folder.", default="kbdb-export", minLength=1)},
         (),
-        "export",
-        "ExportReport",
+        ExportReport,
         _export,
         progress=True,
     ),
@@ -550,8 +553,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "tags": TAGS_FILTER,
         },
         (),
-        "contradictions",
-        "ContradictionsResult",
+        ContradictionsResult,
         _method("contradictions", "threshold", "limit", "tags"),
     ),
     ToolSpec(
@@ -570,8 +572,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "tags": TAGS_SET,
         },
         ("name", "description", "content"),
-        "skill_learn",
-        "SkillLearnResult",
+        SkillLearnResult,
         _skill_learn,
     ),
     ToolSpec(
@@ -584,8 +585,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "procedure from scratch.",
         {},
         (),
-        "skill_list",
-        "SkillList",
+        SkillList,
         _method("skill_list"),
     ),
     ToolSpec(
@@ -597,18 +597,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Get a skill in full (its Markdown instructions) by name, then follow it.",
         {"name": SKILL_NAME},
         ("name",),
-        "skill_get",
-        "Skill",
+        Skill,
         _method("skill_get", positional="name"),
     ),
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
-
-
-def available(spec: ToolSpec) -> bool:
-    """Whether the facade method and result type behind ``spec`` exist in this build."""
-    import kbdb.types
-    from kbdb.kb import KnowledgeBase
-
-    return hasattr(KnowledgeBase, spec.method) and hasattr(kbdb.types, spec.result)
