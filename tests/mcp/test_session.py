@@ -233,5 +233,21 @@ async def test_a_corrupt_index_is_reported_and_rebuild_repairs_it(
                 fh.write(b"\xff\xff\xff\xff")
     async with connect(kbdir, tmp_path / "err.log") as c:
         assert (await c.error("search", {"query": "postgres"}))["code"] == "INDEX_CORRUPT"
+        # The kbdb log line about it reached the client as notifications/message.
+        for _ in range(50):
+            if any(m.level == "warning" and "corrupt" in str(m.data) for m in c.logs):
+                break
+            await c.session.send_ping()
+        assert any(m.level == "warning" and "corrupt" in str(m.data) for m in c.logs), c.logs
+        # logging/setLevel error: the rebuild's "corrupt; rebuilding" warning stays on stderr.
+        await c.session.send_request(
+            types.SetLevelRequest(params=types.SetLevelRequestParams(level="error")),
+            types.EmptyResult,
+        )
+        seen = len(c.logs)
         assert (await c.ok("rebuild", {}))["sections"] == 3
+        for _ in range(5):
+            await c.session.send_ping()
+        assert c.logs[seen:] == []
+        assert "rebuilding" in (tmp_path / "err.log").read_text()
         assert (await c.ok("search", {"query": "postgres"}))["total"] == 1
