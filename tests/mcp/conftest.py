@@ -52,6 +52,7 @@ class Conn:
     stdout line that was not a JSON-RPC frame shows up here)."""
 
     session: ClientSession
+    init: types.InitializeResult | None = None
     logs: list[types.LoggingMessageNotificationParams] = field(default_factory=list)
     problems: list[Exception] = field(default_factory=list)
 
@@ -106,6 +107,6 @@ async def connect(kbdir: Path, errlog: Path, **kw: Any) -> AsyncIterator[Conn]:
             ClientSession(read, write, logging_callback=on_log, message_handler=on_message) as s,
         ):
             conn = Conn(s)
-            await s.initialize()
+            conn.init = await s.initialize()
             yield conn
             assert conn.problems == []

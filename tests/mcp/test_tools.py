@@ -40,6 +40,8 @@ TABLE = [
 
 async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
     async with connect(kbdir, tmp_path / "err.log") as c:
+        assert c.init is not None and c.init.server_info.name == "kbdb"
+        assert "short keyword queries" in (c.init.instructions or "")
         caps = c.session.server_capabilities
         assert caps is not None and caps.logging is not None and caps.completions is not None
         tools = {t.name: t for t in (await c.session.list_tools()).tools}
