@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use memmap2::Mmap;
 
 use crate::error::{Error, Result};
+use crate::failpoint;
 
 /// Size of the footer in bytes.
 pub const FOOTER_LEN: usize = 24;
@@ -143,8 +144,12 @@ pub struct MappedFile {
 impl MappedFile {
     /// Maps `path` and validates its footer and checksum.
     pub fn open(path: &Path, kind: FileKind, version: u32) -> Result<MappedFile> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let file = File::open(path).map_err(|e| Error::read(path, e))?;
+        let stat = file.metadata().map_err(|e| Error::read(path, e))?;
+        if !stat.is_file() {
+            return Err(Error::corrupt(path, "not a regular file"));
+        }
+        let len = stat.len();
         if len < FOOTER_LEN as u64 {
             return Err(Error::corrupt(
                 path,
@@ -192,7 +197,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let result = write_and_sync(&tmp, bytes).and_then(|()| {
+        failpoint::hit("write.before_rename");
+        remove_squatting_dir(path)?;
         fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+        failpoint::hit("write.after_rename");
         sync_dir(&dir)
     });
     if result.is_err() {
@@ -211,11 +219,30 @@ pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     ));
     let result = write_and_sync(&tmp, bytes).and_then(|()| {
         // A hard link never replaces an existing file: this is an atomic create-if-absent.
+        failpoint::hit("write.before_rename");
         fs::hard_link(&tmp, path).map_err(|e| Error::io(path, e))?;
+        failpoint::hit("write.after_rename");
         sync_dir(&dir)
     });
     let _ = fs::remove_file(&tmp);
     result
+}
+
+/// Removes a directory found where an engine file is about to be published. The engine
+/// never makes directories inside its index folder, so one there is damage (or a hostile
+/// edit); a rename over it would fail and leave `rebuild` unable to repair the index.
+pub fn remove_squatting_dir(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path).map_err(|e| Error::io(path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Best-effort removal of a stale engine file, or of a directory squatting on its name.
+pub fn remove_entry(path: &Path) {
+    if fs::remove_file(path).is_err() {
+        let _ = remove_squatting_dir(path);
+    }
 }
 
 fn write_and_sync(tmp: &Path, bytes: &[u8]) -> Result<()> {
@@ -224,7 +251,10 @@ fn write_and_sync(tmp: &Path, bytes: &[u8]) -> Result<()> {
         .create_new(true)
         .open(tmp)
         .map_err(|e| Error::io(tmp, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(tmp, e))?;
+    let (head, tail) = bytes.split_at(bytes.len() / 2);
+    file.write_all(head).map_err(|e| Error::io(tmp, e))?;
+    failpoint::hit("write.mid");
+    file.write_all(tail).map_err(|e| Error::io(tmp, e))?;
     file.sync_all().map_err(|e| Error::io(tmp, e))
 }
 

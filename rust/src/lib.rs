@@ -9,6 +9,7 @@
 //! PyO3 lives only in `py/`, behind the `python` feature, so `cargo test` needs no Python.
 
 pub mod error;
+pub mod failpoint;
 pub mod format;
 pub mod lexical;
 pub mod text;

@@ -29,6 +29,7 @@ use super::meta::{
 use super::tombstone::tombstones_to_bytes;
 use super::{KbidHash, VectorIndex, COMPONENT_BYTES, FORMAT_VERSION};
 use crate::error::{Error, Result};
+use crate::failpoint;
 use crate::format::{sync_dir, write_atomic};
 
 /// Side records (appends + tombstones) below which compaction never runs on its own.
@@ -131,8 +132,11 @@ impl Staged {
 
     /// Renames the file over `vectors.idx` and fsyncs the directory.
     pub fn publish(mut self) -> Result<()> {
+        failpoint::hit("write.before_rename");
+        crate::format::remove_squatting_dir(&self.target)?;
         fs::rename(&self.tmp, &self.target).map_err(|e| Error::io(&self.target, e))?;
         self.published = true;
+        failpoint::hit("write.after_rename");
         sync_dir(self.target.parent().unwrap_or(Path::new(".")))
     }
 }
@@ -209,7 +213,7 @@ fn cleanup(dir: &Path, meta: &Meta) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if is_side_or_temp_file(&name) && !keep.contains(name.as_str()) {
-            let _ = fs::remove_file(e.path());
+            crate::format::remove_entry(&e.path());
         }
     }
 }
