@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Literal, cast, get_args
 
 from kbdb import contradictions as contra
-from kbdb import neardup, skills
+from kbdb import failpoints, neardup, skills
 from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import (
     ContentTooLargeError,
@@ -441,6 +441,7 @@ class KnowledgeBase:
                 sections = self._index.rebuild(progress)
                 with self._db.write() as conn:
                     neardup.rebuild(conn)
+                failpoints.hit("rebuild.after_lexical")
             if vectors and self._vectors.enabled:
                 embedded = self._vectors.rebuild(reembed=reembed, progress=progress)
         return RebuildReport(

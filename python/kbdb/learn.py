@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from kbdb import failpoints
 from kbdb.errors import IndexCorruptError, InvalidArgumentError, KbdbError
 from kbdb.ingest import (
     FileEntry,
@@ -219,7 +220,9 @@ class Learner:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
                 if self._near is not None:
                     self._near.catch_up(conn)  # in this transaction: atomic with the learn
+            failpoints.hit("learn.after_db_commit")
             terms = self._index.catch_up()
+            failpoints.hit("learn.after_lexical")
             # Embedding follows the lexical commit: a provider failure never loses the
             # learn, the section just stays lexical-only until a rebuild.
             failed = self._vectors.catch_up(live_before=live_before)

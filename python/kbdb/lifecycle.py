@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kbdb import failpoints
 from kbdb.errors import ContentTooLargeError, InvalidArgumentError, NotFoundError
 from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
@@ -390,6 +391,7 @@ class Lifecycle:
     def _catch_up(self) -> None:
         """Bring both indexes to the change log (caller holds the writer lock). A failed
         embedding leaves the section lexical-only until a rebuild, as in a learn."""
+        failpoints.hit("lifecycle.after_db_commit")
         self._index.catch_up()
         self._vectors.catch_up()
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from kbdb import failpoints
 from kbdb.maintenance.check import segment_totals, vector_dead
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.vectors import VectorStore, embedding_text, text_sha
@@ -134,6 +135,7 @@ def run_gc(
             links = sm.carry_out(wconn)
             cache = sm.unreferenced_embeddings(wconn, delete=True) if plan.cache else 0
             sm.drop_plan(wconn)
+        failpoints.hit("gc.after_db_commit")
         _compact(lexical, vectors, db)
         conn.execute("VACUUM")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
