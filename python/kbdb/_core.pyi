@@ -8,7 +8,7 @@ Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError``
 ``InvalidArgumentError`` for bad arguments; ``OSError`` for plain I/O failures.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import final
 
 import numpy as np
@@ -48,6 +48,17 @@ class Analyzer:
     def query_tokens(self, text: str) -> list[tuple[str, str, int, bool]]:
         """``(term, surface, position, optional)`` per query term. ``surface`` is the word as
         typed; ``optional`` marks the whole form of a split identifier."""
+    def snippet(
+        self,
+        text: str,
+        terms: Iterable[str],
+        width: int = 200,
+        fallback: str | None = None,
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """The snippet of ``text`` for the analyzed ``terms`` (``kbdb.search.snippet``
+        states the rules) and the ``(start, end)`` char spans of the matched words in it,
+        sorted, overlaps merged. Without a match in ``text``, a given ``fallback`` text is
+        used instead."""
 
 @final
 class Hits:

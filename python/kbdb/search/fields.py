@@ -15,6 +15,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 def split_code(content: str) -> tuple[str, str]:
     """Split Markdown into (text outside fences, inner text of the fences)."""
+    if "```" not in content and "~~~" not in content:
+        return content, ""  # no fence can open: the line walk would return it unchanged
     body: list[str] = []
     code: list[str] = []
     fence: str | None = None

@@ -15,8 +15,10 @@ i.e. +10 %) and never lifts a relaxed hit above a strict one.
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,7 @@ from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence, verdict
 from kbdb.search.fields import index_fields
 from kbdb.search.query import ParsedQuery, parse_query
-from kbdb.search.snippet import make_snippet
+from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
 from kbdb.store import queries as q
@@ -73,11 +75,18 @@ class Hit:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+Links = dict[str, list[tuple[str, bool]]]
+"""Per kbid: its ``(docid, live)`` document links, by docid."""
+
+
 @dataclass(frozen=True)
 class Ranking:
     hits: list[Hit]
     total: int
     relaxed: bool
+    # Document links of the ranked candidates, when the sibling boost fetched them;
+    # hydration reuses them instead of asking again.
+    links: Links = field(default_factory=dict)
 
 
 class LexicalSearcher:
@@ -124,13 +133,17 @@ class LexicalSearcher:
         explain: bool,
     ) -> SearchResult:
         parsed = self.parse(query)
-        allow = self.allow(filters)
-        want = max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
-        ranking = self.rank(
-            parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
-        )
-        page = ranking.hits[offset : offset + limit]
-        items = self.hydrate(parsed, page, content=content, explain=explain)
+        # One read snapshot for filters, sibling boost and hydration.
+        with self.db.read():
+            allow = self.allow(filters)
+            want = max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
+            ranking = self.rank(
+                parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
+            )
+            page = ranking.hits[offset : offset + limit]
+            items = self.hydrate(
+                parsed, page, content=content, explain=explain, links=ranking.links
+            )
         top = items[0] if items else None
         return SearchResult(
             items=tuple(items),
@@ -187,15 +200,18 @@ class LexicalSearcher:
                 all_relaxed = True
             hits.extend(extra)
             total = max(total, loose.total)
-        self._sibling_boost(hits)
-        return Ranking(hits, total, all_relaxed)
+        links = self._sibling_boost(hits)
+        return Ranking(hits, total, all_relaxed, links)
 
-    def _sibling_boost(self, hits: list[Hit]) -> None:
+    def _sibling_boost(self, hits: list[Hit]) -> Links:
+        """Boost hits whose document has other candidates; returns the candidates'
+        document links (fetched once, in one query) for hydration."""
         boost = self.cfg.sibling_boost
         if boost <= 0 or len(hits) < 2:
-            return
+            return {}
         with self.db.read() as conn:
-            docs = q.live_docids_of(conn, [h.kbid for h in hits])
+            links = _links(conn, [h.kbid for h in hits])
+        docs = {k: [d for d, live in v if live] for k, v in links.items()}
         per_doc = Counter(d for h in hits for d in docs.get(h.kbid, ()))
         for h in hits:
             m = max((per_doc[d] for d in docs.get(h.kbid, ())), default=1)
@@ -203,22 +219,31 @@ class LexicalSearcher:
             h.score *= h.boost
         # Strict hits stay above relaxed ones; within each tier, by boosted score.
         hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+        return links
 
     def hydrate(
-        self, parsed: ParsedQuery, page: Sequence[Hit], *, content: bool, explain: bool
+        self,
+        parsed: ParsedQuery,
+        page: Sequence[Hit],
+        *,
+        content: bool,
+        explain: bool,
+        links: Links | None = None,
     ) -> list[SearchItem]:
         """Full result items for ``page``; sections retired since the index snapshot are
-        dropped."""
+        dropped. ``links`` are document links already fetched (``Ranking.links``)."""
         kbids = [h.kbid for h in page]
+        links = dict(links or {})
         with self.db.read() as conn:
-            rows = q.sections(conn, kbids)
-            docids = q.docids_of(conn, kbids)
-            tags = q.tags_of(conn, kbids)
+            rows = _hydration_rows(conn, kbids)
+            missing = [k for k in kbids if k not in links]
+            if missing:
+                links.update(_links(conn, missing))
         required = sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
         items: list[SearchItem] = []
         for h in page:
             row = rows.get(h.kbid)
-            if row is None or row["retired_at"] is not None:
+            if row is None or row.retired_at is not None:
                 continue
             matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
             fields = 0
@@ -231,35 +256,95 @@ class LexicalSearcher:
                 covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
-            _, body, _ = index_fields(row["heading"], row["content"], row["type"], None, None)
-            snippet = (
-                ""
-                if row["type"].startswith("image/")
-                else make_snippet(body, terms, self.analyzer, fallback=row["content"])
-            )
+            if row.type.startswith("image/"):
+                snippet = ""
+            else:
+                _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
+                snippet = self.analyzer.snippet(body, terms, SNIPPET_CHARS, row.content)[0]
             items.append(
                 SearchItem(
                     kbid=h.kbid,
-                    heading=row["heading"],
-                    level=row["level"],
-                    parent=row["parent"],
-                    type=row["type"],
-                    section_type=row["section_type"],
-                    docids=tuple(docids.get(h.kbid, ())),
-                    tags=tuple(tags.get(h.kbid, ())),
+                    heading=row.heading,
+                    level=row.level,
+                    parent=row.parent,
+                    type=row.type,
+                    section_type=row.section_type,
+                    docids=_docids(links.get(h.kbid, ())),
+                    tags=row.tags,
                     snippet=snippet,
                     matched_terms=tuple(parsed.surfaces[i] for i in matched_clauses),
                     matched_fields=tuple(name for bit, name in _FIELDS if fields & bit),
                     score=round(h.score, 6),
                     confidence=conf,
-                    created_at=row["created_at"],
+                    created_at=row.created_at,
                     relaxed=h.relaxed,
-                    title=row["title"],
-                    content=row["content"] if content else None,
+                    title=row.title,
+                    content=row.content if content else None,
                     explain=_explain(h) if explain else None,
                 )
             )
         return items
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    heading: str
+    level: int
+    parent: str | None
+    content: str
+    type: str
+    section_type: str
+    title: str | None
+    created_at: str
+    retired_at: str | None
+    tags: tuple[str, ...]
+
+
+# One query per page: the section columns hydration shows, and its tags as a JSON array
+# (sorted in Python: SQLite's BINARY collation and Python's str order agree).
+_HYDRATE_SQL = (
+    "SELECT s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type,"
+    " s.title, s.created_at, s.retired_at,"
+    " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid)"
+    " FROM sections s WHERE s.kbid IN ({marks})"
+)
+
+
+def _chunks(items: Sequence[str], size: int = 900) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _hydration_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row]:
+    out: dict[str, _Row] = {}
+    for chunk in _chunks(kbids):
+        sql = _HYDRATE_SQL.format(marks=",".join("?" * len(chunk)))
+        for r in conn.execute(sql, tuple(chunk)):
+            tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
+            out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags)
+    return out
+
+
+def _links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
+    """Every ``(docid, live)`` link of ``kbids``, sorted by docid, in one query per chunk."""
+    out: Links = {}
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        for kbid, docid, live in conn.execute(
+            f"SELECT DISTINCT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})",
+            tuple(chunk),
+        ):
+            out.setdefault(kbid, []).append((docid, bool(live)))
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def _docids(links: Sequence[tuple[str, bool]]) -> tuple[str, ...]:
+    """The documents a section is live in; for one live in none (retired), the documents
+    it was part of (as ``store.queries.docids_of``)."""
+    live = tuple(d for d, is_live in links if is_live)
+    return live or tuple(dict.fromkeys(d for d, _ in links))
 
 
 def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:

@@ -87,6 +87,28 @@ impl PyAnalyzer {
         })
     }
 
+    /// The snippet of `text` for the analyzed `terms` (any iterable of str), and the
+    /// highlight spans in it (char offsets), as `kbdb.search.snippet` documents.
+    #[pyo3(signature = (text, terms, width = 200, fallback = None))]
+    fn snippet(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        terms: &Bound<'_, PyAny>,
+        width: usize,
+        fallback: Option<&str>,
+    ) -> PyResult<(String, Vec<(usize, usize)>)> {
+        let mut owned: Vec<String> = Vec::new();
+        for t in terms.try_iter()? {
+            owned.push(t?.extract()?);
+        }
+        Ok(py.detach(|| {
+            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let s = self.inner.snippet(text, &refs, width, fallback);
+            (s.text, s.highlights)
+        }))
+    }
+
     fn __repr__(&self) -> String {
         format!("Analyzer(id={:?})", self.inner.id())
     }

@@ -20,6 +20,7 @@ mod identifier;
 mod normalize;
 mod pipeline;
 mod segment;
+pub mod snippet;
 mod stem;
 mod stopwords;
 #[cfg(test)]

@@ -42,9 +42,22 @@ pub(crate) struct Term<'a> {
 
 /// Runs the pipeline over `text`, calling `sink` per term in text order.
 pub(crate) fn run(stemmer: &CachedStemmer, text: &str, sink: impl FnMut(Term<'_>)) {
+    run_skipping(stemmer, text, None, sink);
+}
+
+/// As [`run`], but an ASCII segment that is a simple word (`identifier::is_simple`) for
+/// which `skip` returns true is passed over unanalyzed (it still takes its one position).
+/// Snippets use this to analyze only the words that can produce a query term.
+pub(crate) fn run_skipping(
+    stemmer: &CachedStemmer,
+    text: &str,
+    skip: Option<&dyn Fn(&str) -> bool>,
+    sink: impl FnMut(Term<'_>),
+) {
     let mut walk = Walk {
         text,
         stemmer,
+        skip,
         sink,
         pos: 0,
         run: None,
@@ -62,6 +75,7 @@ pub(crate) fn run(stemmer: &CachedStemmer, text: &str, sink: impl FnMut(Term<'_>
 struct Walk<'t, 's, F> {
     text: &'t str,
     stemmer: &'s CachedStemmer,
+    skip: Option<&'s dyn Fn(&str) -> bool>,
     sink: F,
     pos: u32,
     /// The open CJK run, as a byte range of `text`.
@@ -80,6 +94,13 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
         if seg.is_ascii() {
             self.flush_run();
             if seg.bytes().any(|b| b.is_ascii_alphanumeric()) {
+                if self
+                    .skip
+                    .is_some_and(|f| identifier::is_simple(seg) && f(seg))
+                {
+                    self.pos = self.pos.saturating_add(1);
+                    return;
+                }
                 self.word(start, start + seg.len());
             }
             return;
