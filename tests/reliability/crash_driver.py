@@ -25,7 +25,10 @@ from kbdb.eval import override_config
 
 class Journal:
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            os.write(self._fd, b"\n")  # end a line torn by the previous kill
 
     def write(self, entry: dict[str, Any]) -> None:
         os.write(self._fd, (json.dumps(entry) + "\n").encode())
@@ -44,7 +47,7 @@ def replay(path: Path) -> tuple[dict[str, str], dict[str, Any]]:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
-            break  # a torn last line: the op never got its ack
+            continue  # torn by the kill: an intent without its ack, so never acknowledged
         if "intent" in entry:
             pending[entry["intent"]] = entry
             known["n"] = max(known["n"], entry["intent"] + 1)
@@ -113,16 +116,16 @@ def main() -> int:
         if op in ("learn", "learn_file"):
             marks, parts = zip(*(section(n, p) for p in "ab"), strict=True)
             docid = f"doc{n}"
+            key = docid if op == "learn" else f"files/{docid}.md"
             entry["add"] = list(marks)
-            entry["docs"] = {docid: list(marks)}
+            entry["docs"] = {key: list(marks)}
             journal.write(entry)
             text = f"# Document {n}\n\n" + "\n".join(parts)
             if op == "learn":
                 kb.learn(text, docid=docid)
             else:
-                (files / f"{docid}.md").write_text(text, encoding="utf-8")
-                entry["docs"] = {f"files/{docid}.md": list(marks)}
-                kb.learn_path(files / f"{docid}.md")
+                (args.kb / key).write_text(text, encoding="utf-8")
+                kb.learn_path(args.kb / key)
         elif op == "revise":
             docid = rng.choice(sorted(docs))
             old = rng.choice(docs[docid])

@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.reliability.crash_driver import replay
 
 from kbdb import KnowledgeBase
 from kbdb.eval import override_config
-from tests.reliability.crash_driver import replay
 
 REPO = Path(__file__).resolve().parents[2]
 
