@@ -52,9 +52,7 @@ def items(n: int, titles: list[str], sentences: list[str]) -> list[Any]:
     out = []
     for i in range(n):
         body = " ".join(rng.choice(sentences) for _ in range(3))
-        out.append(
-            LearnItem(f"# {rng.choice(titles)} ({i})\n\n{body}\n", docid=f"doc-{i:07d}")
-        )
+        out.append(LearnItem(f"# {rng.choice(titles)} ({i})\n\n{body}\n", docid=f"doc-{i:07d}"))
     return out
 
 
@@ -132,6 +130,21 @@ def run_size(n: int, titles: list[str], sentences: list[str], work: Path) -> dic
     return out
 
 
+def headline(results: dict[str, Any], scaling: dict[str, Any]) -> list[dict[str, str]]:
+    """The README row: each operation's time at the largest size, and its scaling."""
+    big = max(results, key=int)
+    r = results[big]
+    parts = [
+        f"{op} {r[op + '_s']:.1f} s"
+        + (f" (x{scaling[op + '_s']['ratio']:.1f})" if op + "_s" in scaling else "")
+        for op in ("check", "gc", "rebuild", "export", "import")
+    ]
+    what = f"maintenance at {int(big):,} sections"
+    if scaling:
+        what += f" (xN: time ratio for {next(iter(scaling.values()))['size_ratio']:.0f}x sections)"
+    return [{"what": what, "kbdb": ", ".join(parts), "peers": "—"}]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
@@ -163,6 +176,7 @@ def main() -> int:
         "sizes": results,
         "scaling": scaling,
         "peak_rss_mb": peak_rss_mb(),
+        "headline": headline(results, scaling),
     }
     path = write_result("maintenance", payload)
     rows = []

@@ -190,16 +190,28 @@ def _fields(
 
 
 _LINE = re.compile(r"([a-z_]+) = (.+)")
+_ARRAY_TABLE = re.compile(r"\[\[([a-z_]+)\]\]")
 
 
 def _fast_table(text: str) -> dict[str, Any] | None:
-    """The flat tables this module writes, read line by line (values are JSON-compatible
-    TOML: strings, integers, booleans, string arrays): about 5x faster than ``tomllib``.
-    None when the text is anything else, which ``tomllib`` then judges."""
+    """The TOML this module writes, read line by line: ``key = value`` lines whose values
+    are JSON-compatible (strings, integers, booleans, string arrays), blank lines, and
+    ``[[name]]`` array-of-tables headers. About 5x faster than ``tomllib``. None when the
+    text is anything else, which ``tomllib`` then judges."""
     out: dict[str, Any] = {}
+    current = out
     for line in text.splitlines():
+        if not line:
+            continue
         m = _LINE.fullmatch(line)
-        if m is None or m.group(1) in out:
+        if m is None:
+            t = _ARRAY_TABLE.fullmatch(line)
+            if t is None or not isinstance(out.setdefault(t.group(1), []), list):
+                return None
+            current = {}
+            out[t.group(1)].append(current)
+            continue
+        if m.group(1) in current:
             return None
         try:
             v = json.loads(m.group(2))
@@ -207,7 +219,9 @@ def _fast_table(text: str) -> dict[str, Any] | None:
             return None
         if v is None or isinstance(v, (float, dict)):
             return None
-        out[m.group(1)] = v
+        if isinstance(v, list) and not all(isinstance(x, str) for x in v):
+            return None
+        current[m.group(1)] = v
     return out
 
 
@@ -287,7 +301,10 @@ def parse_section(path: Path) -> dict[str, Any]:
 
 
 def parse_document(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, bool]]]:
-    data = _toml(read_utf8(path), path)
+    text = read_utf8(path)
+    data = _fast_table(text)
+    if data is None:
+        data = _toml(text, path)
     raw_entries = data.pop("entries", [])
     d = _fields(data, DOCUMENT_KEYS, path)
     if path.name != document_file(d["docid"]):
