@@ -29,21 +29,51 @@ _SCALARS: dict[Any, JsonSchema] = {
 
 def output_schema(cls: type) -> JsonSchema:
     """The JSON Schema of ``cls().to_dict()``: every field is required except those the
-    class lists in ``_optional`` (left out when None). Nested dataclasses go to ``$defs``."""
+    class lists in ``_optional`` (left out when None).
+
+    Clients validate every result against it (the SDK with ``jsonschema``, in pure Python),
+    so it is shaped to be cheap to check: nested objects are inline, and only a recursive
+    type (an outline node) goes to ``$defs``, because each ``$ref`` is a lookup per item;
+    a nullable scalar is a type list, not an ``anyOf``.
+    """
     defs: dict[str, JsonSchema] = {}
-    root = _object(cls, defs, top=True)
+    root = _object(cls, defs, _recursive(cls), top=True)
     if defs:
         root["$defs"] = defs
     return root
 
 
-def _object(cls: type, defs: dict[str, JsonSchema], *, top: bool = False) -> JsonSchema:
+def _dataclasses_in(tp: Any) -> list[type]:
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return [tp]
+    return [c for a in typing.get_args(tp) for c in _dataclasses_in(a)]
+
+
+def _recursive(root: type) -> set[type]:
+    """The dataclasses reachable from ``root`` that contain themselves."""
+    out: set[type] = set()
+
+    def walk(cls: type, path: tuple[type, ...]) -> None:
+        for hint in typing.get_type_hints(cls).values():
+            for sub in _dataclasses_in(hint):
+                if sub in path or sub is cls:
+                    out.add(sub)
+                else:
+                    walk(sub, (*path, cls))
+
+    walk(root, ())
+    return out
+
+
+def _object(
+    cls: type, defs: dict[str, JsonSchema], recursive: set[type], *, top: bool = False
+) -> JsonSchema:
     hints = typing.get_type_hints(cls)
     optional: frozenset[str] = getattr(cls, "_optional", frozenset())
     props: dict[str, JsonSchema] = {}
     required: list[str] = []
     for f in dataclasses.fields(cls):
-        props[f.name] = _schema(hints[f.name], defs)
+        props[f.name] = _schema(hints[f.name], defs, recursive)
         if f.name not in optional:
             required.append(f.name)
     out: JsonSchema = {"type": "object", "properties": props, "required": required}
@@ -52,29 +82,33 @@ def _object(cls: type, defs: dict[str, JsonSchema], *, top: bool = False) -> Jso
     return out
 
 
-def _schema(tp: Any, defs: dict[str, JsonSchema]) -> JsonSchema:
+def _schema(tp: Any, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonSchema:
     if tp is Any:
         return {}
     if tp in _SCALARS:
         return dict(_SCALARS[tp])
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if tp not in recursive:
+            return _object(tp, defs, recursive)
         name = tp.__name__
         if name not in defs:
-            defs[name] = {}  # placeholder first: recursive types (outline nodes) refer back
-            defs[name] = _object(tp, defs)
+            defs[name] = {}  # placeholder first: the type refers to itself
+            defs[name] = _object(tp, defs, recursive)
         return {"$ref": f"#/$defs/{name}"}
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Literal:
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_schema(a, defs) for a in args]}
+        if all(a in _SCALARS for a in args):
+            return {"type": [_SCALARS[a]["type"] for a in args]}
+        return {"anyOf": [_schema(a, defs, recursive) for a in args]}
     if origin in (tuple, list):
         item = args[0] if args else Any
-        return {"type": "array", "items": _schema(item, defs)}
+        return {"type": "array", "items": _schema(item, defs, recursive)}
     if origin is dict:
         value = args[1] if len(args) == 2 else Any
-        inner = _schema(value, defs)
+        inner = _schema(value, defs, recursive)
         return {"type": "object", "additionalProperties": inner} if inner else {"type": "object"}
     raise TypeError(f"no JSON Schema mapping for {tp!r}")
 
