@@ -17,13 +17,23 @@ DEFAULT_TYPE = "text/markdown"
 DEFAULT_SECTION_TYPE = "section"
 
 
+_SCALARS = (str, int, float, bool, type(None))
+# Field names per class: dataclasses.fields() per call was most of to_dict's cost, and the
+# MCP server calls to_dict on every result (benches/bench_mcp.py).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return value.to_dict()  # type: ignore[attr-defined]
+    if isinstance(value, _SCALARS):  # the common case first
+        return value
+    if isinstance(value, _Dict):
+        return value.to_dict()
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return value.to_dict()  # type: ignore[attr-defined]
     return value
 
 
@@ -34,12 +44,16 @@ class _Dict:
     _optional: frozenset[str] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+            _FIELD_NAMES[type(self)] = names
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if value is None and f.name in self._optional:
+        for name in names:
+            value = getattr(self, name)
+            if value is None and name in self._optional:
                 continue
-            out[f.name] = _plain(value)
+            out[name] = _plain(value)
         return out
 
 
