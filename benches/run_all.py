@@ -23,6 +23,7 @@ SCRIPTS = {
     "embed": "bench_embed.py",
     "maintenance": "bench_maintenance.py",
     "neardup": "bench_neardup.py",
+    "mcp_latency": "bench_mcp.py",
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 
