@@ -4,14 +4,17 @@ bearer token that any non-loopback bind requires."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import httpx
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -47,25 +50,46 @@ def http_server(kbdir: Path, address: str, **env: str) -> Iterator[str]:
         proc.stderr.close()
 
 
-async def _search(url: str, headers: dict[str, str] | None = None) -> dict[str, object]:
+async def _search(
+    url: str,
+    headers: dict[str, str] | None = None,
+    logs: list[types.LoggingMessageNotificationParams] | None = None,
+) -> dict[str, object]:
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        if logs is not None:
+            logs.append(params)
+
     async with (
         httpx2.AsyncClient(headers=headers or {}, timeout=30) as http,
         streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as s,
+        ClientSession(read, write, logging_callback=on_log) as s,
     ):
         await s.initialize()
         tools = await s.list_tools()
         assert len(tools.tools) == 19
         res = await s.call_tool("search", {"query": "connection pool"})
         assert not res.is_error and isinstance(res.structured_content, dict)
+        if logs is not None:  # wait for the start-up check's verdict
+            for _ in range(100):
+                if any(m.level == "warning" for m in logs):
+                    break
+                await s.send_ping()
+                await anyio.sleep(0.05)
         return res.structured_content
 
 
 async def test_http_on_loopback_needs_no_token(kbdir: Path) -> None:
+    # A tampered section: the start-up warning must reach an HTTP client too.
+    with sqlite3.connect(kbdir / "kb.sqlite") as db:
+        db.execute("UPDATE sections SET content = 'x' WHERE heading = 'Cache'")
+    db.close()
+    logs: list[types.LoggingMessageNotificationParams] = []
     with http_server(kbdir, "127.0.0.1:0") as url:
         assert url.startswith("http://127.0.0.1:")
-        found = await _search(url)
+        found = await _search(url, logs=logs)
         assert found["retrieval_verdict"] == "answered"
+    warnings = [m.data for m in logs if m.level == "warning"]
+    assert len(warnings) == 1 and "checksum_mismatch" in str(warnings[0])
 
 
 async def test_non_loopback_bind_requires_the_token(kbdir: Path) -> None:
