@@ -5,8 +5,9 @@
 Roles:
 - ``api-writer``: learns documents through the Python API (and forgets some of its own);
 - ``cli-writer``: learns documents by running ``kbdb learn -`` once per document;
-- ``api-reader`` / ``cli-reader``: search the documents the writers announced, through
-  the API or ``kbdb --json search``, and check that each is seen whole or not at all.
+- ``api-reader`` / ``cli-reader`` / ``mcp-reader``: search the documents the writers
+  announced, through the API, ``kbdb --json search`` or the ``search`` tool of ``kbdb mcp``
+  (a real MCP client over stdio), and check that each is seen whole or not at all.
 
 Every document has ``SECTIONS`` sections that all carry the document's marker word, so a
 search for the marker must return 0 or ``SECTIONS`` hits, never some. Writers log
@@ -187,6 +188,49 @@ def reader(
     log.write({"checks": checks, "partial": partial, "errors": errors})
 
 
+def mcp_reader(kb_path: Path, log: Log, deadline: float, seed: int, logs: list[Path]) -> None:
+    """The reader through a real MCP client: ``kbdb mcp`` in a subprocess, over stdio."""
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def run() -> None:
+        rng = random.Random(seed)
+        checks = 0
+        partial: list[dict[str, Any]] = []
+        errors: dict[str, int] = {}
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "kbdb.cli", "mcp", "--db", str(kb_path)],
+            env=dict(os.environ),
+        )
+        with open(os.devnull, "w") as devnull:
+            async with (
+                stdio_client(params, errlog=devnull) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                while time.monotonic() < deadline:
+                    words, _, _ = announced(logs)
+                    if not words:
+                        await asyncio.sleep(0.05)
+                        continue
+                    word = rng.choice(words[-20:]) if rng.random() < 0.7 else rng.choice(words)
+                    res = await session.call_tool("search", {"query": word, "limit": 20})
+                    body = res.structured_content or {}
+                    if res.is_error:
+                        code = str(body.get("code", "OTHER"))
+                        errors[code] = errors.get(code, 0) + 1
+                        continue
+                    checks += 1
+                    hits = len(body["items"])
+                    if hits not in (0, SECTIONS):
+                        partial.append({"word": word, "hits": hits})
+        log.write({"checks": checks, "partial": partial, "errors": errors})
+
+    asyncio.run(run())
+
+
 def main() -> int:
     role, kb, log_path, seconds, seed = sys.argv[1:6]
     deadline = time.monotonic() + float(seconds)
@@ -195,7 +239,10 @@ def main() -> int:
         writer(role, Path(kb), log, deadline, int(seed))
     else:
         logs = sorted(Path(log_path).parent.glob("*-writer-*.jsonl"))
-        reader(role, Path(kb), log, deadline, int(seed), logs)
+        if role == "mcp-reader":
+            mcp_reader(Path(kb), log, deadline, int(seed), logs)
+        else:
+            reader(role, Path(kb), log, deadline, int(seed), logs)
     return 0
 
 

@@ -1,5 +1,5 @@
 """The concurrency soak (issue 8, SPEC §13): writers through the API and the CLI, readers
-through the API and the CLI, all on one knowledge base for a bounded time.
+through the API, the CLI and an MCP server, all on one knowledge base for a bounded time.
 
 - Writers may wait for the lock or get ``KB_LOCKED`` after ``KBDB_LOCK_TIMEOUT`` and retry;
   no other error is allowed.
@@ -26,7 +26,7 @@ from tests.reliability.soak_worker import SECTIONS, announced
 from kbdb import KnowledgeBase
 
 REPO = Path(__file__).resolve().parents[2]
-ROLES = ("api-writer", "api-writer", "cli-writer", "api-reader", "cli-reader")
+ROLES = ("api-writer", "api-writer", "cli-writer", "api-reader", "cli-reader", "mcp-reader")
 
 
 def soak(tmp_path: Path, seconds: float, lock_timeout: float) -> dict[str, Any]:
@@ -56,10 +56,12 @@ def soak(tmp_path: Path, seconds: float, lock_timeout: float) -> dict[str, Any]:
             if "error" in entry:
                 errors[entry["error"]] = errors.get(entry["error"], 0) + 1
     reads = partial = 0
+    per_reader: dict[str, int] = {}
     for name, log in logs.items():
         if "reader" in name:
             summary = json.loads(log.read_text().splitlines()[-1])
             reads += summary["checks"]
+            per_reader[name] = summary["checks"]
             partial += len(summary["partial"])
             for code, count in summary["errors"].items():
                 errors[f"read:{code}"] = errors.get(f"read:{code}", 0) + count
@@ -88,6 +90,7 @@ def soak(tmp_path: Path, seconds: float, lock_timeout: float) -> dict[str, Any]:
         "learned": len(learned),
         "forgotten": len(forgotten),
         "reads": reads,
+        "per_reader": per_reader,
         "errors": errors,
     }
 
@@ -102,3 +105,4 @@ def test_soak_two_minutes(tmp_path: Path) -> None:
     stats = soak(tmp_path, seconds=120, lock_timeout=0.5)
     print("soak:", stats)
     assert stats["learned"] >= 50, stats
+    assert all(n > 0 for n in stats["per_reader"].values()), stats
