@@ -37,6 +37,17 @@ impl Error {
         }
     }
 
+    /// A failed open or read of an engine file. A directory standing where the file should
+    /// be is damage to the index (`rebuild` replaces it), not an i/o problem of the machine,
+    /// so it is `Corrupt` rather than `Io` (EISDIR from a read, ENODEV from a map).
+    pub fn read(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        if path.is_dir() {
+            return Error::corrupt(path, "a directory stands where the file should be");
+        }
+        Error::io(path, source)
+    }
+
     pub fn corrupt(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
         Error::Corrupt {
             path: path.into(),

@@ -120,7 +120,7 @@ impl Manifest {
 
     pub fn read(dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
         Manifest::parse(&path, &bytes)
     }
 

@@ -101,7 +101,7 @@ impl Tombstones {
     }
 
     pub fn read(path: &Path) -> Result<Tombstones> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
         Tombstones::from_bytes(path, &bytes)
     }
 }

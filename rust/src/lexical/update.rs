@@ -69,7 +69,7 @@ fn cleanup(dir: &Path, m: &Manifest) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if is_engine_file(&name) && !keep.contains(name.as_str()) {
-            let _ = std::fs::remove_file(e.path());
+            crate::format::remove_entry(&e.path());
         }
     }
 }

@@ -182,8 +182,12 @@ pub struct VectorReader {
 impl VectorReader {
     /// Maps `path` and validates it against `expect`.
     pub fn open(path: &Path, expect: &Expected) -> Result<VectorReader> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let file = File::open(path).map_err(|e| Error::read(path, e))?;
+        let stat = file.metadata().map_err(|e| Error::read(path, e))?;
+        if !stat.is_file() {
+            return Err(Error::corrupt(path, "not a regular file"));
+        }
+        let len = stat.len();
         if len < HEADER_LEN as u64 {
             return Err(Error::corrupt(
                 path,

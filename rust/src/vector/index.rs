@@ -361,7 +361,7 @@ impl VectorIndex {
     pub fn reload(&self) -> Result<bool> {
         let cur = self.snapshot();
         let path = self.dir.join(META_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
         if bytes == cur.meta_bytes {
             return Ok(false);
         }

@@ -268,7 +268,7 @@ impl Meta {
     /// Reads and parses the meta file; also returns its raw bytes (to notice changes).
     pub fn read(dir: &Path) -> Result<(Meta, Vec<u8>)> {
         let path = dir.join(META_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
         Ok((Meta::parse(&path, &bytes)?, bytes))
     }
 

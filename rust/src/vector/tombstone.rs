@@ -55,7 +55,7 @@ pub fn parse_tombstones(path: &Path, bytes: &[u8]) -> Result<Vec<KbidHash>> {
 }
 
 pub fn read_tombstones(path: &Path) -> Result<Vec<KbidHash>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
     parse_tombstones(path, &bytes)
 }
 
