@@ -304,6 +304,13 @@ class KnowledgeBase:
             raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
         if not isinstance(query, str):
             raise InvalidArgumentError("query must be a string")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidArgumentError(
+                f"query is not valid Unicode (lone surrogate at character {e.start})",
+                hint="send the query as UTF-8 text",
+            ) from None
         filters = Filters(tuple(tags) if tags else None, docid, type, section_type)
         if mode != "lexical" and not self._vectors.enabled:
             raise EmbeddingProviderNotConfiguredError(

@@ -13,9 +13,14 @@ import re
 from dataclasses import dataclass
 
 from kbdb import _core
+from kbdb.errors import InvalidArgumentError
 from kbdb.search.synonyms import SYNONYM_WEIGHT, Synonyms
 
 _QUOTED = re.compile(r'"([^"]*)"')
+
+MAX_QUERY_TERMS = 1024
+"""Distinct query terms accepted. A longer query (a pasted document) is refused with
+INVALID_ARGUMENT rather than letting one search hold the engine for seconds."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,13 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
         whole_of: dict[int, tuple[str, float]] = {}
         for i, (term, surface, _, optional) in enumerate(tokens):
             if optional:
-                part_idx = [
-                    j
-                    for j in range(i + 1, len(tokens))
-                    if tokens[j][1] == surface and not tokens[j][3]
-                ]
+                # The parts directly follow their whole form: scan that run only, so a
+                # query of thousands of identifiers stays linear (issue 8: 10k terms).
+                part_idx = []
+                j = i + 1
+                while j < len(tokens) and tokens[j][1] == surface and not tokens[j][3]:
+                    part_idx.append(j)
+                    j += 1
                 for j in part_idx:
                     whole_of[j] = (term, 1.0 / len(part_idx))
         for i, (term, surface, _, optional) in enumerate(tokens):
@@ -77,4 +84,9 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
             seen[term] = len(clauses)
             clauses.append((tuple(alternatives), not optional))
             surfaces.append(surface)
+            if len(clauses) > MAX_QUERY_TERMS:
+                raise InvalidArgumentError(
+                    f"query has more than {MAX_QUERY_TERMS} distinct terms",
+                    hint="search with a few short keyword queries instead of a whole text",
+                )
     return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces))
