@@ -12,9 +12,12 @@ Rules, for a folder root:
   the tree (``kbdb.ingest.ignore``), and files whose extension (case-insensitive) is not
   in ``SUPPORTED_EXTENSIONS``;
 - symlinked folders are not followed (this rules out loops and escapes from the root);
-  symlinked files are followed. Broken links, special files (FIFOs, sockets) with a
-  supported extension, unreadable files and unreadable folders are reported as
-  ``Skipped(code="UNREADABLE")``;
+  symlinked files are followed when their target lies inside the root. A link whose
+  target is outside the root is ``Skipped(code="OUTSIDE_ROOT")`` and says where it points,
+  unless ``follow_symlinks=True``: a document tree must not pull ``~/.ssh/id_rsa.md`` or
+  another project's notes into the knowledge base by a link. Broken links, special files
+  (FIFOs, sockets) with a supported extension, unreadable files and unreadable folders
+  are reported as ``Skipped(code="UNREADABLE")``;
 - a file over ``max_file_bytes`` is ``Skipped(code="CONTENT_TOO_LARGE")``.
 
 A file given directly as the root is always considered, hidden or ignored or not; if
@@ -90,7 +93,7 @@ class Skipped:
         rel: POSIX path relative to the learn root.
         reason: A lower-case sentence for people.
         code: A stable code: ``CONTENT_TOO_LARGE``, ``UNREADABLE``, ``UNSUPPORTED_TYPE``,
-            ``INVALID_UTF8`` or ``BINARY_FILE``.
+            ``INVALID_UTF8``, ``BINARY_FILE`` or ``OUTSIDE_ROOT``.
     """
 
     path: Path
@@ -108,10 +111,14 @@ class _Candidate:
     type: str | None  # None for a folder that could not be listed
     entry: os.DirEntry[str] | None
     error: str | None = None
+    code: str = "UNREADABLE"  # the skip code of ``error``
 
 
 def walk(
-    root: str | os.PathLike[str], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    root: str | os.PathLike[str],
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    follow_symlinks: bool = False,
 ) -> Iterator[FileEntry | Skipped]:
     """Stream the learnable files under ``root`` (see the module docstring for rules).
 
@@ -120,6 +127,8 @@ def walk(
     Args:
         root: A folder to walk recursively, or one file.
         max_file_bytes: Files larger than this many bytes are skipped.
+        follow_symlinks: Also learn symlinked files whose target is outside the root
+            (otherwise they are ``Skipped(code="OUTSIDE_ROOT")``).
 
     Returns:
         An iterator of ``FileEntry`` and ``Skipped``, in deterministic order.
@@ -129,7 +138,7 @@ def walk(
     """
     if max_file_bytes < 0:
         raise InvalidArgumentError(f"max_file_bytes must be >= 0, got {max_file_bytes}")
-    return (_inspect(c, max_file_bytes) for c in _candidates(Path(root)))
+    return (_inspect(c, max_file_bytes) for c in _candidates(Path(root), follow_symlinks))
 
 
 def count_files(root: str | os.PathLike[str]) -> int:
@@ -150,7 +159,7 @@ def count_files(root: str | os.PathLike[str]) -> int:
     return sum(1 for _ in _candidates(Path(root)))
 
 
-def _candidates(root: Path) -> Iterator[_Candidate]:
+def _candidates(root: Path, follow_symlinks: bool = False) -> Iterator[_Candidate]:
     try:
         root_stat = root.stat()
     except FileNotFoundError:
@@ -160,11 +169,12 @@ def _candidates(root: Path) -> Iterator[_Candidate]:
     except OSError as exc:
         raise InvalidArgumentError(f"cannot access {root}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(root_stat.st_mode):
-        return _walk_tree(root)
+        return _walk_tree(root, follow_symlinks)
     return iter((_Candidate(root, root.name, _type_of(root.name), None),))
 
 
-def _walk_tree(root: Path) -> Iterator[_Candidate]:
+def _walk_tree(root: Path, follow_symlinks: bool) -> Iterator[_Candidate]:
+    real_root = root.resolve()
     # One frame per open folder: its remaining sorted entries, its rel and its rules.
     listing = _list(root, "")
     if isinstance(listing, str):
@@ -194,7 +204,25 @@ def _walk_tree(root: Path) -> Iterator[_Candidate]:
         kind = _type_of(name)
         if kind is None or is_ignored(levels, rel, is_dir=False):
             continue
+        escape = None if follow_symlinks else _escapes(entry, real_root)
+        if escape is not None:
+            yield _Candidate(Path(entry.path), rel, kind, entry, escape, "OUTSIDE_ROOT")
+            continue
         yield _Candidate(Path(entry.path), rel, kind, entry)
+
+
+def _escapes(entry: os.DirEntry[str], real_root: Path) -> str | None:
+    """Why a symlinked file must not be read (its target is outside the learn root), or
+    None for a regular file or a link that stays inside."""
+    try:
+        if not entry.is_symlink():
+            return None
+        target = Path(entry.path).resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
+        return None  # a broken or looping link: reported as UNREADABLE by the stat
+    if target == real_root or real_root in target.parents:
+        return None
+    return f"symbolic link to {target}, outside the learn root (not followed)"
 
 
 def _list(folder: Path, rel: str) -> list[os.DirEntry[str]] | str:
@@ -231,7 +259,7 @@ def _type_of(name: str) -> str | None:
 def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
     path, rel = candidate.path, candidate.rel
     if candidate.error is not None:
-        return Skipped(path, rel, candidate.error, "UNREADABLE")
+        return Skipped(path, rel, candidate.error, candidate.code)
     if candidate.type is None:
         ext = os.path.splitext(path.name)[1] or path.name
         return Skipped(path, rel, f"unsupported file type '{ext}'", "UNSUPPORTED_TYPE")
