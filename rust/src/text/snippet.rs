@@ -7,8 +7,6 @@
 //! whitespace follow Python's rules: lengths and offsets count chars (code points), and
 //! "whitespace" is Python's `str.isspace` (Unicode `White_Space` plus U+001C..U+001F).
 
-use std::collections::HashMap;
-
 use super::{pipeline, Analyzer};
 
 pub const ELLIPSIS: char = '…';
@@ -92,7 +90,6 @@ impl Analyzer {
 
     /// The words of `text` whose term is one of `terms`, in text order (char offsets).
     fn hits(&self, text: &str, terms: &[&str]) -> Vec<Hit> {
-        let ids: HashMap<&str, usize> = terms.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         // Byte -> char offsets; the identity for ASCII text.
         let map: Option<Vec<u32>> = (!text.is_ascii()).then(|| {
             let mut m = vec![0u32; text.len() + 1];
@@ -108,21 +105,22 @@ impl Analyzer {
         });
         let to_char = |b: usize| map.as_ref().map_or(b, |m| m[b.min(text.len())] as usize);
         // A simple ASCII word's term (its stem, or itself) starts with its own first
-        // letter, lowercased: Snowball English never changes a word's first letter. So a
-        // simple word whose first letter starts no term cannot match, and is skipped
+        // letter, lowercased, and is no longer than the word: Snowball English never
+        // changes a word's first letter and never lengthens it. So a simple word shorter
+        // than every term that starts with its first letter cannot match, and is skipped
         // without normalizing, lowercasing or stemming it (most of the text).
-        let mut firsts = [false; 128];
+        let mut shortest = [usize::MAX; 128];
         for t in terms {
             if let Some(&b) = t.as_bytes().first() {
                 if b.is_ascii() {
-                    firsts[b as usize] = true;
+                    shortest[b as usize] = shortest[b as usize].min(t.len());
                 }
             }
         }
-        let skip = |w: &str| !firsts[w.as_bytes()[0].to_ascii_lowercase() as usize];
+        let skip = |w: &str| w.len() < shortest[w.as_bytes()[0].to_ascii_lowercase() as usize];
         let mut out = Vec::new();
         pipeline::run_skipping(&self.stemmer, text, Some(&skip), |t| {
-            if let Some(&term) = ids.get(t.text) {
+            if let Some(term) = terms.iter().position(|&x| x == t.text) {
                 out.push(Hit {
                     start: to_char(t.start),
                     end: to_char(t.end),
