@@ -38,8 +38,16 @@ test-py: build ## pytest
 
 test: build test-rust test-py ## the full fast suite: build, cargo test, pytest
 
-test-slow: build ## long campaigns (soak, big corpora)
+test-slow: build ## long campaigns (soak, big corpora, corruption matrix, fuzzing)
 	$(PY) -m pytest -m slow
+	PROPTEST_CASES=4096 cargo test --release --manifest-path rust/Cargo.toml --quiet --test fuzz_readers
+	@if $(PY) -c "import atheris" 2>/dev/null; then \
+		for t in markdown analyzer query config; do \
+			$(PY) fuzz/atheris_fuzz.py $$t -runs=20000 -print_final_stats=1 || exit 1; \
+		done; \
+	else \
+		echo "(atheris not installed: pip install atheris to run fuzz/atheris_fuzz.py)"; \
+	fi
 
 KBDB := $(VENV)/bin/kbdb
 # The demo's embedding model: KBDB_MODEL_DIR, else the shared test model beside the project.
