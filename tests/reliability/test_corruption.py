@@ -164,6 +164,8 @@ def check_outcome(kind: str, fault: str, kbdir: Path, out: Outcome, base: dict[s
         assert "rebuild" in err["message"], err
         assert str(kbdir / "indexes") in err["message"], err
         assert failed(steps, "learn")["code"] == "INDEX_CORRUPT"
+        # ... after its database commit: the content is kept, and rebuild indexes it
+        assert succeeded(steps, "probe_stored") is True
         before = succeeded(steps, "check_before")
         assert not before["ok"] and before["errors"], before
         _repaired(steps, base)
