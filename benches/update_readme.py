@@ -20,12 +20,13 @@ from common import ROOT, read_result  # noqa: E402
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
-ORDER = ("quality", "lexical_speed", "learn", "neardup")
+ORDER = ("quality", "lexical_speed", "learn", "neardup", "maintenance")
 SOURCES = {
     "quality": "benches/bench_quality.py",
     "lexical_speed": "benches/bench_lexical_speed.py",
     "learn": "benches/bench_learn.py",
     "neardup": "benches/bench_neardup.py",
+    "maintenance": "benches/bench_maintenance.py",
 }
 
 
