@@ -1,10 +1,12 @@
 """``export`` and ``import`` of a snapshot folder (SPEC §8.4; format in ``snapshot.py``).
 
 Export reads one database snapshot and writes only inside its target: every path is
-``target/<fixed folder>/<name from a kbid or sanitized docid>``, folders on the way must be
-real folders (not symlinks), and files are written to a temporary name and renamed over,
-which replaces a symlink instead of following it. A file whose bytes are already right is
-left alone, so re-exporting into a git checkout shows only what changed.
+``target/<fixed folder>/<name from a kbid or sanitized docid>``, and folders on the way must
+be real folders (not symlinks). In a new or empty target, files are created with
+``O_EXCL | O_NOFOLLOW`` (one create each: file creation dominates export time). In an
+earlier export they are written to a temporary name and renamed over, which replaces a
+symlink instead of following it; a file whose bytes are already right is left alone, so
+re-exporting into a git checkout shows only what changed.
 
 Import validates the whole snapshot before it writes anything (every file parsed, every
 kbid re-hashed, every reference resolved), then stores it in one transaction under the
