@@ -61,7 +61,7 @@ EXTRA = [
     LearnItem(
         "# HashMap tips\n\nUse the entry API: `map.entry(key).or_insert(0)` counts words "
         "without a second lookup. A HashMap iterates in arbitrary order.\n\n"
-        "```rust\nlet mut scores = HashMap::new();\nscores.insert(String::from(\"Blue\"), 10);\n"
+        '```rust\nlet mut scores = HashMap::new();\nscores.insert(String::from("Blue"), 10);\n'
         "```\n",
         title="HashMap tips",
         description="Short notes on std::collections::HashMap",
@@ -161,7 +161,5 @@ def test_golden_is_not_trivial() -> None:
     assert any(i["relaxed"] for i in items)
     verdicts = {r["result"]["retrieval_verdict"] for r in want}
     assert verdicts == {"answered", "partial", "unanswered"}
-    boosts = {
-        i["explain"]["sibling_boost"] for i in items if i.get("explain") is not None
-    }
+    boosts = {i["explain"]["sibling_boost"] for i in items if i.get("explain") is not None}
     assert any(b > 1.0 for b in boosts)
