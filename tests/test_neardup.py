@@ -70,6 +70,21 @@ def test_short_section_rule_one_shingle_of_all_tokens() -> None:
     assert len(neardup.shingles("  --- ")) == 0
 
 
+def test_huge_section_is_signed_in_bounded_slices() -> None:
+    text = " ".join(f"w{i % 5000} x{i % 7}" for i in range(3 * neardup.SIGN_CHUNK))
+    sh = neardup.shingles(text)
+    assert len(sh) > neardup.SIGN_CHUNK
+    (batch,) = neardup.batch_band_keys([text])
+    assert batch is not None and (batch == neardup.band_keys(sh)).all()
+
+
+def test_many_near_identical_sections_verify_a_bounded_number(kb: kbdb.KnowledgeBase) -> None:
+    items = [kbdb.LearnItem(f"{PARA} Ticket {i}.", docid=f"t{i}") for i in range(300)]
+    report = kb.learn_many(items)
+    counts = [len(s.near_duplicates) for s in report.sections]
+    assert max(counts) == neardup.MAX_REPORTED and min(counts) > 0
+
+
 # -- learn-time reports -------------------------------------------------------------------
 
 
@@ -159,7 +174,7 @@ def test_forget_signatures_drops_rows(kb: kbdb.KnowledgeBase) -> None:
     assert neardup.forget_signatures(conn, [k, "0" * 32]) == 1
     conn.execute("COMMIT")
     assert conn.execute("SELECT COUNT(*) FROM neardup_bands").fetchone()[0] == 0
-    assert not sig.live_candidates(conn, k)
+    assert not sig.live_candidates(conn, k, per_band=64, limit=100)
     conn.close()
 
 

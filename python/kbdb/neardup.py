@@ -64,6 +64,9 @@ SEED = 0x6B626462  # "kbdb"
 PARAMS = f"shingle={SHINGLE};bands={BANDS};rows={ROWS};seed={SEED};v=2"
 MAX_REPORTED = 10
 """Near-duplicates reported per section, the most similar first."""
+MAX_CANDIDATES = 100
+"""Candidates verified per section at most, those sharing the most bands first (a large
+learn of near-identical sections must not verify every pair)."""
 MAX_BUCKET = 64
 """``contradictions`` skips a band bucket with more members than this: such a bucket is
 boilerplate shared by many sections (a licence footer), and pairing all of it would be the
@@ -175,10 +178,13 @@ def batch_band_keys(texts: Sequence[str]) -> list[U64 | None]:
         while stop < len(parts) and (total == 0 or total + len(parts[stop]) <= SIGN_CHUNK):
             total += len(parts[stop])
             stop += 1
-        flat = np.concatenate(parts[start:stop])
-        offsets = np.cumsum([0] + [len(p) for p in parts[start : stop - 1]])
-        sig = np.minimum.reduceat(_mix(flat, seeds), offsets, axis=1)
-        keys = _band_keys_of(sig.T)
+        if total > SIGN_CHUNK:  # one huge section: its own sliced pass
+            keys = _band_keys_of(minhash(parts[start])[None, :])
+        else:
+            flat = np.concatenate(parts[start:stop])
+            offsets = np.cumsum([0] + [len(p) for p in parts[start : stop - 1]])
+            sig = np.minimum.reduceat(_mix(flat, seeds), offsets, axis=1)
+            keys = _band_keys_of(sig.T)
         for row, i in enumerate(owners[start:stop]):
             out[i] = keys[row]
         start = stop
@@ -219,8 +225,12 @@ def minhash(sh: U64) -> U64:
     finalizer of ``x XOR seed_i``: a strong 64-bit mixer, so the minimum is close to
     min-wise independent. (A linear ``(a x + b) mod p`` with small ``a`` is not: measured
     on this corpus it let pairs at J = 0.97 agree on only half of the values.)"""
+    import numpy as np
+
     seeds, _ = _seeds()
-    out: U64 = _mix(sh, seeds).min(axis=1)
+    out: U64 = _mix(sh[:SIGN_CHUNK], seeds).min(axis=1)
+    for i in range(SIGN_CHUNK, len(sh), SIGN_CHUNK):  # bounded memory for huge sections
+        out = np.minimum(out, _mix(sh[i : i + SIGN_CHUNK], seeds).min(axis=1))
     return out
 
 
@@ -350,7 +360,7 @@ def lexical_near_duplicates(
     cache = ShingleCache(conn)
     out: dict[str, dict[str, float]] = {}
     for kbid in kbids:
-        cands = sig.live_candidates(conn, kbid)
+        cands = sig.live_candidates(conn, kbid, per_band=MAX_BUCKET, limit=MAX_CANDIDATES)
         if not cands:
             continue
         sets = cache.get([kbid, *cands])

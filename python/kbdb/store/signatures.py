@@ -91,23 +91,24 @@ def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
     return dropped
 
 
-def live_candidates(conn: sqlite3.Connection, kbid: str) -> list[str]:
-    """Live sections sharing at least one band key with ``kbid`` (itself excluded)."""
+def live_candidates(conn: sqlite3.Connection, kbid: str, *, per_band: int, limit: int) -> list[str]:
+    """Live sections sharing at least one band key with ``kbid`` (itself excluded), those
+    sharing the most bands first. At most ``per_band`` members are read from each bucket
+    and ``limit`` returned, so a bucket of thousands of near-identical sections costs the
+    same as a small one."""
     row = conn.execute("SELECT id, bands FROM neardup_sections WHERE kbid = ?", (kbid,)).fetchone()
     if row is None:
         return []
     sid, blob = row
-    keys = _keys(blob)
-    marks = ",".join("?" * len(keys))
-    return [
-        r[0]
-        for r in conn.execute(
-            "SELECT s.kbid FROM neardup_sections s JOIN sections x ON x.kbid = s.kbid"
-            " WHERE x.retired_at IS NULL AND s.id IN"
-            f" (SELECT id FROM neardup_bands WHERE key IN ({marks}) AND id != ?)",
-            (*keys, sid),
-        )
-    ]
+    shared: dict[int, int] = {}
+    for key in _keys(blob):
+        for (other,) in conn.execute(
+            "SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?", (key, sid, per_band)
+        ):
+            shared[other] = shared.get(other, 0) + 1
+    best = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
+    names = live_kbids_of_ids(conn, best)
+    return [names[i] for i in best if i in names]
 
 
 def buckets(conn: sqlite3.Connection) -> Iterator[list[int]]:
