@@ -24,6 +24,7 @@ from tests.reliability.sqlcheck import check_source, check_tree
 
 import kbdb
 from kbdb.config import set_value
+from kbdb.embedding import api as api_module
 from kbdb.errors import EmbeddingFailedError, InvalidArgumentError, KbdbError
 from kbdb.ingest import Skipped, walk
 
@@ -170,6 +171,8 @@ def api_kb(
 ) -> Iterator[tuple[kbdb.KnowledgeBase, _Api]]:
     monkeypatch.setenv("KBDB_API_KEY", KEY)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    # The retry path runs (and logs) in full; only its waits are skipped.
+    monkeypatch.setattr(api_module.time, "sleep", lambda _s: None)
     api = _Api()
     with Loopback(api) as server:
         kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
@@ -218,6 +221,7 @@ def test_the_api_key_appears_nowhere(
     for e in failures:
         shown += [str(e), repr(e), json.dumps(e.to_dict()) if isinstance(e, KbdbError) else ""]
         assert e.__cause__ is None or KEY not in repr(e.__cause__)
+    assert "retry 1 of" in caplog.text and "[redacted]" in caplog.text  # echoed, scrubbed
     shown.append(caplog.text)
     shown += [str(r.args) for r in caplog.records]
     leaky = [s for s in shown if KEY in s]
