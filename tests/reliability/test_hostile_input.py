@@ -178,6 +178,7 @@ def fuzz(strategy: st.SearchStrategy[Any], n: int) -> Callable[[Callable[[Any], 
 
     def run(check: Callable[[Any], None], name: str) -> None:
         EXECUTIONS[name] = 0
+
         @settings(
             max_examples=n,
             deadline=None,
@@ -541,7 +542,9 @@ def _learn_in_child(kb_path: Path, docs: Path, query: str) -> dict[str, Any]:
         timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    out = dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    print(f"{docs.name}: {out}")  # the figures of docs/reliability.md (pytest -s)
+    return out
 
 
 @pytest.mark.slow
@@ -557,7 +560,8 @@ def test_one_line_of_50_mb_learns_within_bounds(tmp_path: Path) -> None:
     out = _learn_in_child(kb.path, docs, "kappa")
     assert out.get("error") is None and out["sections"] == 1, out
     assert out["hits"] == 1 and out["check"], out
-    assert out["seconds"] < 600 and out["rss_mb"] < 4096, out
+    # Regression: 14.5 GB and 442 s before the MinHash of a section was sliced (3f87907).
+    assert out["seconds"] < 300 and out["rss_mb"] < 2048, out
 
 
 @pytest.mark.slow
@@ -572,4 +576,4 @@ def test_a_hundred_thousand_headings_learn(tmp_path: Path) -> None:
     out = _learn_in_child(kb.path, docs, '"heading 99999"')
     assert out.get("error") is None and out["sections"] == 100_000, out
     assert out["hits"] >= 1 and out["check"], out
-    assert out["seconds"] < 600 and out["rss_mb"] < 4096, out
+    assert out["seconds"] < 300 and out["rss_mb"] < 1024, out
