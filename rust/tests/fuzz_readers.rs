@@ -264,6 +264,9 @@ proptest! {
     }
 }
 
+/// Which file of a vector index a regression case replaces, by its name.
+type NamePredicate = fn(&str) -> bool;
+
 fn is_corrupt<T>(r: &Result<T, Error>) -> bool {
     matches!(r, Err(Error::Corrupt { .. }))
 }
@@ -295,7 +298,7 @@ fn a_directory_in_place_of_any_lexical_file_is_corrupt_and_reset_clears_it() {
 fn a_directory_in_place_of_any_vector_file_is_corrupt_and_reset_clears_it() {
     let pristine = tempfile::tempdir().unwrap();
     build_vectors(pristine.path());
-    let kinds: [(&str, fn(&str) -> bool); 4] = [
+    let kinds: [(&str, NamePredicate); 4] = [
         ("vectors.idx", |n| n == "vectors.idx"),
         ("tombstones", |n| n.starts_with("vectors-del.")),
         ("meta", |n| n == META_FILE),
