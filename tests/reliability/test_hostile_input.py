@@ -577,3 +577,33 @@ def test_a_hundred_thousand_headings_learn(tmp_path: Path) -> None:
     assert out.get("error") is None and out["sections"] == 100_000, out
     assert out["hits"] >= 1 and out["check"], out
     assert out["seconds"] < 300 and out["rss_mb"] < 1024, out
+
+
+# -- the same limits through the MCP server -----------------------------------------------
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_limits_through_mcp(tmp_path: Path) -> None:
+    """An agent hits the same limits, as tool errors with their codes, and the knowledge
+    base is unchanged by them."""
+    from tests.mcp.conftest import connect, make_kb
+
+    kbdir = make_kb(tmp_path / "project")
+    async with connect(kbdir, tmp_path / "err.log") as c:
+        body = await c.error("search", {"query": "pool", "limit": 10**6})
+        assert body["code"] == "INVALID_ARGUMENT" and "limit" in body["error"]
+        words = " ".join(
+            "zq" + "".join(chr(97 + i // 26**k % 26) for k in range(4)) for i in range(10_000)
+        )
+        body = await c.error("search", {"query": words})
+        assert body["code"] == "INVALID_ARGUMENT" and "1024 distinct terms" in body["error"]
+        found = await c.ok("search", {"query": "the of and !!!"})
+        assert found["total"] == 0 and found["retrieval_verdict"] == "unanswered"
+        body = await c.error("learn", {"content": "a" * (11 * MiB), "title": "huge"})
+        assert body["code"] == "CONTENT_TOO_LARGE"
+        assert (await c.ok("stats"))["sections"] == 3
