@@ -104,12 +104,14 @@ def main() -> int:
     files = args.kb / "files"
     files.mkdir(exist_ok=True)
     n = known["n"]
-    for _ in range(args.ops):
+    for i in range(args.ops):
         docs: dict[str, list[str]] = known["docs"]
         op = rng.choices(
             ["learn", "learn_file", "revise", "forget", "rebuild", "gc"],
             weights=[5, 3, 3, 2, 1, 1],
         )[0]
+        if i == 0:
+            op = "learn"  # so that every learn and file-write fail point is reached
         if op in ("revise", "forget") and not docs:
             op = "learn"
         entry: dict[str, Any] = {"intent": n, "op": op, "add": [], "remove": [], "docs": {}}
