@@ -645,9 +645,7 @@ class KnowledgeBase:
                 model = self._vectors.model_name
             except KbdbError:  # the provider cannot start; its configured model still counts
                 model = self.config.embedding.model
-        return run_check(
-            self._db, self.path / INDEX_DIR, vector_model=model, progress=progress
-        )
+        return run_check(self._db, self.path / INDEX_DIR, vector_model=model, progress=progress)
 
     def gc(
         self,

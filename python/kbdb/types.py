@@ -301,7 +301,6 @@ class RelatedResult(_Dict):
     items: tuple[RelatedItem, ...]
 
 
-
 # -- near-duplicates, contradictions and skills (SPEC §8.5, §9) ----------------------------
 
 
@@ -367,7 +366,6 @@ class Skill(_Dict):
     tags: tuple[str, ...]
     kbid: str
     created_at: str
-
 
 
 # -- maintenance: check, gc, export, import (SPEC §8) --------------------------------------
