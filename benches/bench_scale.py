@@ -40,7 +40,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import CORPORA, ROOT, latency_stats, print_table, write_result  # noqa: E402
+from common import (  # noqa: E402
+    CORPORA,
+    ROOT,
+    latency_stats,
+    print_table,
+    time_each,
+    write_result,
+)
 
 SECTIONS_PER_DOC = 8
 SWAP = 0.15
@@ -148,6 +155,19 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def learn_probes(kb: Any, kind: str, queries: list[str]) -> float:
+    """Median milliseconds to learn one small 3-section document, over 5."""
+
+    def learn(i: int) -> None:
+        kb.learn(
+            f"# {kind} probe {i}\n\n## First\n\nA small note {i} about {queries[i]}.\n\n"
+            f"## Second\n\nIt has three sections.\n\n## Third\n\nThe last one, {i}.\n",
+            docid=f"probe-{kind}-{i}",
+        )
+
+    return statistics.median(time_each(learn, range(5), warmup=0)) * 1000
+
+
 def measure(root: str, model: str, seed: int) -> None:
     """Runs in a fresh subprocess: open, search, learn one, retire one; prints JSON."""
     from kbdb import KnowledgeBase
@@ -167,52 +187,20 @@ def measure(root: str, model: str, seed: int) -> None:
     first = time.perf_counter()
     kb.search(queries[0], limit=10)
     out["first_search_ms"] = (time.perf_counter() - first) * 1000
-    lexical = []
-    for text in queries:
-        t = time.perf_counter()
-        kb.search(text, limit=10)
-        lexical.append(time.perf_counter() - t)
-    out["lexical"] = latency_stats(lexical)
+    out["lexical"] = latency_stats(time_each(lambda text: kb.search(text, limit=10), queries))
     out["rss_lexical_mb"] = rss_mb()
-    learn_one = []
-    for i in range(5):
-        t = time.perf_counter()
-        kb.learn(
-            f"# Scale probe {i}\n\n## First\n\nA small note number {i} about {queries[i]}.\n\n"
-            f"## Second\n\nIt has three sections.\n\n## Third\n\nThe last one, {i}.\n",
-            docid=f"probe-lexical-{i}",
-        )
-        learn_one.append(time.perf_counter() - t)
-    out["learn_one_lexical_ms"] = statistics.median(learn_one) * 1000
-    forget = []
-    for i in range(5):
-        t = time.perf_counter()
-        kb.forget(docid=f"scale-{i * 7}")
-        forget.append(time.perf_counter() - t)
+    out["learn_one_lexical_ms"] = learn_probes(kb, "lexical", queries)
+    forget = time_each(lambda i: kb.forget(docid=f"scale-{i * 7}"), range(5), warmup=0)
     out["retire_one_ms"] = statistics.median(forget) * 1000
     kb.close()
 
     settings = {"embedding.provider": "onnx", "embedding.model_path": model}
     kb = KnowledgeBase.open(root, config=override_config(KnowledgeBase.open(root).config, settings))
     kb.load_embedding_model()
-    kb.search(queries[0], mode="vector", limit=10)
-    vector = []
-    for text in queries[:100]:
-        t = time.perf_counter()
-        kb.search(text, mode="vector", limit=10)
-        vector.append(time.perf_counter() - t)
+    vector = time_each(lambda text: kb.search(text, mode="vector", limit=10), queries[:100])
     out["vector"] = latency_stats(vector)
     out["rss_vector_mb"] = rss_mb()
-    learn_one = []
-    for i in range(5):
-        t = time.perf_counter()
-        kb.learn(
-            f"# Vector probe {i}\n\n## First\n\nA small note {i} about {queries[i]}.\n\n"
-            f"## Second\n\nEmbedded at learn time.\n\n## Third\n\nThe last one, {i}.\n",
-            docid=f"probe-vector-{i}",
-        )
-        learn_one.append(time.perf_counter() - t)
-    out["learn_one_embedded_ms"] = statistics.median(learn_one) * 1000
+    out["learn_one_embedded_ms"] = learn_probes(kb, "embedded", queries)
     kb.close()
     print(json.dumps(out))
 

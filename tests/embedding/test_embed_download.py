@@ -128,11 +128,13 @@ def test_http_errors_and_offline_are_model_not_available(loopback: Start, tmp_pa
     assert leftovers(tmp_path / "a") == [] and leftovers(tmp_path / "b") == []
 
 
-def test_first_use_downloads_the_pinned_default_model(
-    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The loopback server plays the model's public repository (Hugging Face layout) with
-    # the real files: the download must deliver exactly the pinned bytes.
+def serve_model_repo(
+    loopback: Start, model_dir: Path, monkeypatch: pytest.MonkeyPatch, *, pin_served: bool
+) -> tuple[Loopback, dict[str, str]]:
+    """Serve the test model's files in the upstream repository's layout and point
+    ``KBDB_MODEL_URL`` at them; returns the server and the files' SHA-256 sums.
+    ``pin_served``: make the default model's pins those of the served files (the pip
+    fallback serves the int8 file, which the fp32 pins rightly reject)."""
     served = {
         "/repo/onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
         "/repo/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
@@ -140,14 +142,23 @@ def test_first_use_downloads_the_pinned_default_model(
     server = loopback(file_server(served))
     monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
     sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
-    if golden_bound(model_dir) != FP32_BOUND:
-        # The pip fallback serves the int8 file, which the fp32 pins rightly reject: pin
-        # what is served, so the download path itself is still exercised.
+    if pin_served:
         spec = KNOWN_MODELS["all-MiniLM-L6-v2"]
         files = tuple(dataclasses.replace(f, sha256=sums[f.name], size=None) for f in spec.files)
         monkeypatch.setitem(
             KNOWN_MODELS, "all-MiniLM-L6-v2", dataclasses.replace(spec, files=files)
         )
+    return server, sums
+
+
+def test_first_use_downloads_the_pinned_default_model(
+    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loopback server plays the model's public repository (Hugging Face layout) with
+    # the real files: the download must deliver exactly the pinned bytes.
+    _, sums = serve_model_repo(
+        loopback, model_dir, monkeypatch, pin_served=golden_bound(model_dir) != FP32_BOUND
+    )
     cfg = EmbeddingConfig(provider="onnx")
     cache = tmp_path / "models"
     files = resolve_model(cfg, cache_dir=cache)
@@ -227,16 +238,7 @@ def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
     import kbdb
     from kbdb.eval import override_config as override
 
-    served = {
-        "/repo/onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
-        "/repo/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
-    }
-    server = loopback(file_server(served))
-    monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
-    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
-    spec = KNOWN_MODELS["all-MiniLM-L6-v2"]
-    files = tuple(dataclasses.replace(f, sha256=sums[f.name], size=None) for f in spec.files)
-    monkeypatch.setitem(KNOWN_MODELS, "all-MiniLM-L6-v2", dataclasses.replace(spec, files=files))
+    server, _ = serve_model_repo(loopback, model_dir, monkeypatch, pin_served=True)
     kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
     kb = kbdb.KnowledgeBase.open(
         tmp_path / "kb", config=override(kb.config, {"embedding.provider": "onnx"})
@@ -244,13 +246,7 @@ def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
     seen: list[tuple[str, int, int | None]] = []
     kb.load_embedding_model(progress=lambda name, done, total: seen.append((name, done, total)))
     assert {name for name, _, _ in seen} == {"model.onnx", "tokenizer.json"}
-    sizes = {
-        name: len(body)
-        for name, body in (
-            ("model.onnx", served["/repo/onnx/model.onnx"]),
-            ("tokenizer.json", served["/repo/tokenizer.json"]),
-        )
-    }
+    sizes = {name: (model_dir / name).stat().st_size for name in ("model.onnx", "tokenizer.json")}
     for name, size in sizes.items():
         last = [done for n, done, _ in seen if n == name][-1]
         assert last == size
