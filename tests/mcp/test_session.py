@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -233,12 +234,19 @@ async def test_a_corrupt_index_is_reported_and_rebuild_repairs_it(
                 fh.write(b"\xff\xff\xff\xff")
     async with connect(kbdir, tmp_path / "err.log") as c:
         assert (await c.error("search", {"query": "postgres"}))["code"] == "INDEX_CORRUPT"
-        # The kbdb log line about it reached the client as notifications/message.
-        for _ in range(50):
-            if any(m.level == "warning" and "corrupt" in str(m.data) for m in c.logs):
-                break
+
+        # The kbdb log line about it reached the client as notifications/message, and so
+        # did the start-up check's warning (it runs in the background after the open: wait
+        # for it, or it could land after the level is raised below).
+        def arrived() -> bool:
+            corrupt = any(m.level == "warning" and "corrupt" in str(m.data) for m in c.logs)
+            return corrupt and any(m.logger == "kbdb.check" for m in c.logs)
+
+        deadline = time.monotonic() + 60
+        while not arrived() and time.monotonic() < deadline:
             await c.session.send_ping()
-        assert any(m.level == "warning" and "corrupt" in str(m.data) for m in c.logs), c.logs
+            await anyio.sleep(0.05)
+        assert arrived(), c.logs
         # logging/setLevel error: the rebuild's "corrupt; rebuilding" warning stays on stderr.
         await c.session.send_request(
             types.SetLevelRequest(params=types.SetLevelRequestParams(level="error")),
