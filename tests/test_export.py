@@ -335,3 +335,25 @@ def test_merge_keeps_stored_sections_and_links_documents(exported: Path, tmp_pat
         assert target.check().ok
     finally:
         target.close()
+
+
+def test_merge_never_brings_back_a_section_retired_here(tmp_path: Path) -> None:
+    # Both bases learned the same note; this one revised it since. The snapshot's live
+    # link to the old version must not make the document list both versions again.
+    here = kbdb.KnowledgeBase.init(tmp_path / "here")
+    there = kbdb.KnowledgeBase.init(tmp_path / "there")
+    try:
+        for kb in (here, there):
+            kb.learn("# A\n\nzebra original\n", docid="d1")
+        old = here.search("zebra").items[0].kbid
+        new = here.revise(old, "zebra edited here\n").kbid
+        there.export(tmp_path / "snap")
+        here.import_snapshot(tmp_path / "snap", merge=True)
+        assert [s.kbid for s in here.recall(docid="d1").sections] == [new]
+        assert [d.sections for d in here.documents().items] == [1]
+        assert [i.kbid for i in here.search("zebra").items] == [new]
+        assert here.recall(old).sections[0].retired
+        assert here.check().ok
+    finally:
+        here.close()
+        there.close()

@@ -446,6 +446,22 @@ def add_section_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -
     )
 
 
+def _retired(conn: sqlite3.Connection, kbids: Sequence[str]) -> set[str]:
+    """Which of ``kbids`` are stored retired."""
+    out: set[str] = set()
+    for start in range(0, len(kbids), 500):
+        chunk = list(kbids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT kbid FROM sections WHERE retired_at IS NOT NULL AND kbid IN ({marks})",
+                chunk,
+            )
+        )
+    return out
+
+
 def import_document(
     conn: sqlite3.Connection, d: dict[str, Any], links: Sequence[tuple[str, int, bool]]
 ) -> bool:
@@ -462,6 +478,10 @@ def import_document(
         [(d["docid"], t) for t in d.get("tags", ())],
     )
     docid = d["docid"]
+    # A section retired here (revised or forgotten) stays retired: the snapshot's live link
+    # to it becomes a dead one, or the document would list both versions.
+    retired = _retired(conn, [k for k, _o, _v in links])
+    links = [(k, o, v and k not in retired) for k, o, v in links]
     if new:
         conn.executemany(
             "INSERT INTO document_sections(docid, kbid, ord, live) VALUES (?, ?, ?, ?)",
