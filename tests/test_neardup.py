@@ -17,7 +17,18 @@ import kbdb
 from kbdb import neardup
 from kbdb.store import signatures as sig
 
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+# The shared corpora beside the checkout, else the workplace copy (as .ci/run finds the model).
+CORPORA = next(
+    (
+        p
+        for p in (
+            Path(__file__).resolve().parents[2] / "shared/corpora",
+            Path("/work/shared/corpora"),
+        )
+        if (p / "tldr").is_dir()
+    ),
+    Path("/work/shared/corpora"),
+)
 PARA = (
     "Use the pg_dump tool to back up a PostgreSQL database to a single file, then restore it "
     "with pg_restore on the new server. Stop writes first, and check that the version of the "
