@@ -15,6 +15,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -273,23 +274,39 @@ def vector_dead(index_dir: Path) -> int:
     return max(0, stored - int(meta.get("section_count", 0)))
 
 
+_Opened = TypeVar("_Opened", _core.Index, _core.VectorIndex)
+
+
+def _open_verified(
+    open_index: Callable[[], _Opened], what: str, f: _Findings
+) -> tuple[_Opened, bool] | None:
+    """Open an index and verify every file's checksum, recording each failure as
+    ``checksum_mismatch``: (the index, whether every file verified), or None when it cannot
+    even be opened."""
+    try:
+        index = open_index()
+        problems = index.verify()
+    except IndexCorruptError as e:
+        f.add("checksum_mismatch", f"{what}: {e.message}")
+        return None
+    except FileNotFoundError as e:
+        f.add("checksum_mismatch", f"{what} file missing: {e}")
+        return None
+    for p in problems:
+        f.add("checksum_mismatch", f"{what}: {p}")
+    return index, not problems
+
+
 def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int) -> int:
     if not (index_dir / "meta.toml").exists():
         f.add(
             "index_missing", "the lexical index is missing; it is rebuilt on next use", warning=True
         )
         return 0
-    try:
-        index = _core.Index.open(str(index_dir))
-        problems = index.verify()
-    except IndexCorruptError as e:
-        f.add("checksum_mismatch", f"lexical index: {e.message}")
+    opened = _open_verified(lambda: _core.Index.open(str(index_dir)), "lexical index", f)
+    if opened is None:
         return 1
-    except FileNotFoundError as e:
-        f.add("checksum_mismatch", f"lexical index file missing: {e}")
-        return 1
-    for p in problems:
-        f.add("checksum_mismatch", f"lexical index: {p}")
+    index, verified = opened
     if index.analyzer_id != _core.Analyzer().id:
         f.add(
             "index_behind",
@@ -310,7 +327,7 @@ def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int) -> int:
             f" database ({head}); it is rebuilt on next use",
             warning=True,
         )
-    elif not problems and index.doc_count != live:
+    elif verified and index.doc_count != live:
         f.add(
             "index_out_of_sync",
             f"the lexical index holds {index.doc_count} live"
@@ -327,17 +344,12 @@ def _check_vectors(index_dir: Path, f: _Findings, head: int, live: int, model: s
                 "vector_index_stale", "there is no vector index; run 'kbdb rebuild'", warning=True
             )
         return 0
-    try:
-        index = _core.VectorIndex.open(str(index_dir))
-        problems = index.verify()
-    except IndexCorruptError as e:
-        f.add("checksum_mismatch", f"vector index: {e.message}")
+    opened_vectors = _open_verified(
+        lambda: _core.VectorIndex.open(str(index_dir)), "vector index", f
+    )
+    if opened_vectors is None:
         return 1
-    except FileNotFoundError as e:
-        f.add("checksum_mismatch", f"vector index file missing: {e}")
-        return 1
-    for p in problems:
-        f.add("checksum_mismatch", f"vector index: {p}")
+    index = opened_vectors[0]
     if model is not None:
         if index.model_name != model:
             f.add(
