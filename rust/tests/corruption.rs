@@ -6,11 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{random_docs, Rng};
+use common::{kernel_alpha_query, random_docs, Rng};
 use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
-use kbdb_core::lexical::{
-    Clause, Index, Manifest, Query, SEGMENT_FORMAT_VERSION, TOMBSTONE_FORMAT_VERSION,
-};
+use kbdb_core::lexical::{Index, Manifest, SEGMENT_FORMAT_VERSION, TOMBSTONE_FORMAT_VERSION};
 use kbdb_core::Error;
 
 fn build(dir: &Path) {
@@ -38,26 +36,6 @@ fn is_corrupt(r: Result<Index, Error>) -> bool {
         r,
         Err(Error::Corrupt { .. }) | Err(Error::FormatVersion { .. })
     )
-}
-
-fn query() -> Query {
-    let alts = |t: &str| vec![(t.to_string(), 1.0)];
-    Query {
-        clauses: vec![
-            Clause {
-                alternatives: alts("kernel"),
-                required: true,
-            },
-            Clause {
-                alternatives: alts("alpha"),
-                required: false,
-            },
-        ],
-        phrases: vec![vec![("kernel".into(), 0), ("alpha".into(), 1)]],
-        limit: 20,
-        explain: true,
-        ..Query::default()
-    }
 }
 
 /// Truncates and flips bits of `path`; every variant must make `open` fail cleanly.
@@ -132,7 +110,7 @@ fn verify_reports_damage_under_an_open_index() {
     let problems = index.verify();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("checksum"), "{}", problems[0]);
-    index.search(&query()).unwrap();
+    index.search(&kernel_alpha_query(true)).unwrap();
 }
 
 #[test]
@@ -229,11 +207,8 @@ fn damaged_payload_behind_a_valid_footer_never_panics() {
         std::fs::write(dir.path().join(&seg_name), &payload).unwrap();
         if let Ok(index) = Index::open(dir.path(), false) {
             opened += 1;
-            let _ = index.search(&query());
-            let _ = index.search(&Query {
-                require_all: false,
-                ..query()
-            });
+            let _ = index.search(&kernel_alpha_query(true));
+            let _ = index.search(&kernel_alpha_query(false));
             let _ = index.verify();
             let _ = index.merge(true);
         }

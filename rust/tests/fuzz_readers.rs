@@ -14,11 +14,10 @@ mod vector_util;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{random_docs, Rng};
+use common::{kernel_alpha_query, random_docs, Rng};
 use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
 use kbdb_core::lexical::{
-    Clause, Index, Manifest, Query, SegmentReader, Tombstones, SEGMENT_FORMAT_VERSION,
-    TOMBSTONE_FORMAT_VERSION,
+    Index, Manifest, SegmentReader, Tombstones, SEGMENT_FORMAT_VERSION, TOMBSTONE_FORMAT_VERSION,
 };
 use kbdb_core::vector::{read_tombstones, Meta, OpenMode, Threads, VectorIndex, META_FILE};
 use kbdb_core::Error;
@@ -54,27 +53,6 @@ fn build_vectors(dir: &Path) {
     index.delete(&kbids[..2], 3).unwrap();
 }
 
-fn query(require_all: bool) -> Query {
-    let alts = |t: &str| vec![(t.to_string(), 1.0)];
-    Query {
-        clauses: vec![
-            Clause {
-                alternatives: alts("kernel"),
-                required: true,
-            },
-            Clause {
-                alternatives: alts("alpha"),
-                required: false,
-            },
-        ],
-        phrases: vec![vec![("kernel".into(), 0), ("alpha".into(), 1)]],
-        limit: 20,
-        explain: true,
-        require_all,
-        ..Query::default()
-    }
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     for e in fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -98,8 +76,8 @@ fn file_ending(dir: &Path, suffix: &str) -> PathBuf {
 /// The index opened from `dir`, exercised the way a search and a merge would.
 fn exercise_lexical(dir: &Path) {
     if let Ok(index) = Index::open(dir, false) {
-        let _ = index.search(&query(true));
-        let _ = index.search(&query(false));
+        let _ = index.search(&kernel_alpha_query(true));
+        let _ = index.search(&kernel_alpha_query(false));
         let _ = index.verify();
         let _ = index.merge(true);
     }

@@ -400,7 +400,9 @@ impl<'s> SegmentSearch<'_, 's> {
                 let i = word * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let d = lo + i as DocOrd;
-                if self.live(d) && !plan.below(rows.bound[i] + plan.prefix[plan.ne], self.top.threshold()) {
+                if self.live(d)
+                    && !plan.below(rows.bound[i] + plan.prefix[plan.ne], self.top.threshold())
+                {
                     let row = Row {
                         values: &rows.values[i * me..(i + 1) * me],
                         masks: &rows.masks[i * me..(i + 1) * me],

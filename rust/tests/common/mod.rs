@@ -7,7 +7,7 @@ pub mod scifact;
 
 use std::collections::HashMap;
 
-use kbdb_core::lexical::{Doc, Kbid};
+use kbdb_core::lexical::{Clause, Doc, Kbid, Query};
 use kbdb_core::text::Analyzer;
 
 /// A small xorshift generator: deterministic test data without extra dependencies.
@@ -188,4 +188,27 @@ pub fn reference_scores(
         out.insert(d.kbid, score);
     }
     out
+}
+
+/// `kernel` required, `alpha` optional, and the phrase "kernel alpha": a query that touches
+/// postings, positions and explain, for the readers' damage tests.
+pub fn kernel_alpha_query(require_all: bool) -> Query {
+    let alts = |t: &str| vec![(t.to_string(), 1.0)];
+    Query {
+        clauses: vec![
+            Clause {
+                alternatives: alts("kernel"),
+                required: true,
+            },
+            Clause {
+                alternatives: alts("alpha"),
+                required: false,
+            },
+        ],
+        phrases: vec![vec![("kernel".into(), 0), ("alpha".into(), 1)]],
+        limit: 20,
+        explain: true,
+        require_all,
+        ..Query::default()
+    }
 }
