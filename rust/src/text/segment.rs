@@ -19,6 +19,15 @@ use unicode_segmentation::UnicodeSegmentation;
 /// Calls `f(start, segment)` for every UAX #29 word segment of `text` that contains a
 /// letter or digit, in order, and possibly for some that do not.
 pub(crate) fn for_each_segment<'t>(text: &'t str, mut f: impl FnMut(usize, &'t str)) {
+    for_each_chunk(text, |start, end, ascii| {
+        chunk(text, start, end, ascii, &mut f)
+    });
+}
+
+/// Calls `f(start, end, ascii)` for each chunk of `text` between the breaks that UAX #29
+/// always makes at ASCII whitespace (see the module doc), in order. No word segment
+/// crosses a chunk's edge; `ascii` says the chunk is all ASCII.
+pub(crate) fn for_each_chunk(text: &str, mut f: impl FnMut(usize, usize, bool)) {
     let b = text.as_bytes();
     let mut chunk_start = 0;
     let mut ascii = true;
@@ -30,7 +39,7 @@ pub(crate) fn for_each_segment<'t>(text: &'t str, mut f: impl FnMut(usize, &'t s
                 j += 1;
             }
             if j == b.len() || b[j].is_ascii() {
-                chunk(text, chunk_start, space, ascii, &mut f);
+                f(chunk_start, space, ascii);
                 chunk_start = j;
                 ascii = true;
             } else {
@@ -41,7 +50,7 @@ pub(crate) fn for_each_segment<'t>(text: &'t str, mut f: impl FnMut(usize, &'t s
         ascii &= b[j].is_ascii();
         j += 1;
     }
-    chunk(text, chunk_start, b.len(), ascii, &mut f);
+    f(chunk_start, b.len(), ascii);
 }
 
 fn is_space(c: u8) -> bool {

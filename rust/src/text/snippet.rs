@@ -89,46 +89,265 @@ impl Analyzer {
     }
 
     /// The words of `text` whose term is one of `terms`, in text order (char offsets).
+    ///
+    /// Most of a text is words that cannot produce a query term, so they are passed over
+    /// unanalyzed: in an ASCII chunk (between the breaks UAX #29 always makes at ASCII
+    /// whitespace) whole runs are, by [`Bigrams`]; in any other chunk, simple words, by
+    /// [`PrefixFilter`].
     fn hits(&self, text: &str, terms: &[&str]) -> Vec<Hit> {
-        // Byte -> char offsets; the identity for ASCII text.
-        let map: Option<Vec<u32>> = (!text.is_ascii()).then(|| {
-            let mut m = vec![0u32; text.len() + 1];
-            let mut chars = 0u32;
-            for (b, c) in text.char_indices() {
-                for slot in &mut m[b..b + c.len_utf8()] {
-                    *slot = chars;
-                }
-                chars += 1;
+        let bigrams = Bigrams::new(terms);
+        let prefix = PrefixFilter::new(terms);
+        let skip = |w: &str| prefix.skips(w);
+        let mut out = Vec::new();
+        super::segment::for_each_chunk(text, |start, end, ascii| {
+            if ascii {
+                self.ascii_hits(text, start, end, &bigrams, terms, &mut out);
+                return;
             }
-            m[text.len()] = chars;
-            m
+            pipeline::run_skipping(&self.stemmer, &text[start..end], Some(&skip), |t| {
+                if let Some(term) = terms.iter().position(|&x| x == t.text) {
+                    out.push(Hit {
+                        start: start + t.start,
+                        end: start + t.end,
+                        term,
+                    });
+                }
+            });
         });
-        let to_char = |b: usize| map.as_ref().map_or(b, |m| m[b.min(text.len())] as usize);
-        // A simple ASCII word's term (its stem, or itself) starts with its own first
-        // letter, lowercased, and is no longer than the word: Snowball English never
-        // changes a word's first letter and never lengthens it. So a simple word shorter
-        // than every term that starts with its first letter cannot match, and is skipped
-        // without normalizing, lowercasing or stemming it (most of the text).
-        let mut shortest = [usize::MAX; 128];
+        if !text.is_ascii() {
+            to_char_offsets(text, &mut out);
+        }
+        out
+    }
+}
+
+/// Turns the hits' byte offsets into char offsets, in one pass over the text.
+fn to_char_offsets(text: &str, hits: &mut [Hit]) {
+    let mut bytes: Vec<usize> = hits.iter().flat_map(|h| [h.start, h.end]).collect();
+    bytes.sort_unstable();
+    bytes.dedup();
+    let mut chars = Vec::with_capacity(bytes.len());
+    let (mut at, mut count) = (0usize, 0usize);
+    for &b in &bytes {
+        count += text[at..b].chars().count();
+        at = b;
+        chars.push(count);
+    }
+    let char_of = |b: usize| chars[bytes.binary_search(&b).unwrap_or_default()];
+    for h in hits {
+        (h.start, h.end) = (char_of(h.start), char_of(h.end));
+    }
+}
+
+impl Analyzer {
+    /// [`Analyzer::hits`] of the ASCII chunk `text[from..to]`, as byte offsets: only the
+    /// runs that [`Bigrams`] lets through are analyzed. A run is a maximal stretch of letters, digits and the characters that
+    /// can join them into one word (`_ ' . : , ;`); ASCII word segmentation never looks
+    /// past one, so analyzing a run alone yields exactly the terms (and byte offsets,
+    /// shifted) that it yields inside the whole text.
+    fn ascii_hits(
+        &self,
+        text: &str,
+        from: usize,
+        to: usize,
+        filter: &Bigrams,
+        terms: &[&str],
+        out: &mut Vec<Hit>,
+    ) {
+        let in_run = |c: u8| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'.' | b':' | b',' | b';')
+        };
+        let b = text.as_bytes();
+        let mut i = from;
+        while i < to {
+            if !in_run(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < to && in_run(b[i]) {
+                i += 1;
+            }
+            if !filter.may_match(&b[start..i]) {
+                continue;
+            }
+            pipeline::run(&self.stemmer, &text[start..i], |t| {
+                if let Some(term) = terms.iter().position(|&x| x == t.text) {
+                    out.push(Hit {
+                        start: start + t.start,
+                        end: start + t.end,
+                        term,
+                    });
+                }
+            });
+        }
+    }
+}
+
+/// Which ASCII runs can produce one of the query's terms, by the terms' first two
+/// characters. Every term a run yields is, lowercased (ASCII NFKC is the identity):
+/// - a part of it, or that part's Snowball English stem: the part is a substring of the
+///   run, and its stem starts with the part's first two characters (see
+///   [`PrefixFilter`]: the three exceptions "dying", "lying" and "tying" are added as
+///   "dy", "ly" and "ty"), or is one character of it;
+/// - or the whole form of a split identifier, its parts concatenated, whose first two
+///   characters are adjacent once the run's separators are dropped.
+///
+/// So a run that contains none of the terms' first two characters, neither as written
+/// nor with its separators dropped, and no one-character term, yields no term. The
+/// property test `ascii_runs_find_the_same_hits` checks this against full analysis.
+struct Bigrams {
+    /// Bit `b` of `pairs[a]`: some term starts with the bytes `a b`.
+    pairs: [u128; 128],
+    /// Bit `a`: the byte `a` alone is a term.
+    singles: u128,
+}
+
+impl Bigrams {
+    fn new(terms: &[&str]) -> Self {
+        let mut f = Bigrams {
+            pairs: [0; 128],
+            singles: 0,
+        };
         for t in terms {
-            if let Some(&b) = t.as_bytes().first() {
-                if b.is_ascii() {
-                    shortest[b as usize] = shortest[b as usize].min(t.len());
+            match *t.as_bytes() {
+                [a] if a.is_ascii() => f.singles |= 1 << a,
+                [a, b, ..] if a.is_ascii() && b.is_ascii() => f.pairs[a as usize] |= 1 << b,
+                _ => {}
+            }
+            if matches!(*t, "die" | "lie" | "tie") {
+                f.pairs[t.as_bytes()[0] as usize] |= 1 << b'y';
+            }
+        }
+        f
+    }
+
+    #[inline]
+    fn pair(&self, a: u8, b: u8) -> bool {
+        self.pairs[a as usize & 127] >> (b & 127) & 1 == 1
+    }
+
+    /// False when the ASCII `run` cannot yield any of the terms. Only where a part can
+    /// start is looked at: the run's start, after any other character than a letter or
+    /// digit, at a capital, and between a letter and a digit (a superset of the
+    /// identifier splitter's boundaries).
+    #[inline]
+    fn may_match(&self, run: &[u8]) -> bool {
+        let n = run.len();
+        for p in 0..n {
+            let c = run[p];
+            if !c.is_ascii_alphanumeric() {
+                continue;
+            }
+            if p > 0 {
+                let before = run[p - 1];
+                let starts = !before.is_ascii_alphanumeric()
+                    || c.is_ascii_uppercase()
+                    || c.is_ascii_digit() != before.is_ascii_digit();
+                if !starts {
+                    continue;
+                }
+            }
+            let c = c.to_ascii_lowercase();
+            if self.singles >> c & 1 == 1 {
+                return true;
+            }
+            let Some(&next) = run.get(p + 1) else {
+                continue;
+            };
+            if self.pair(c, next.to_ascii_lowercase()) {
+                return true;
+            }
+            // A whole form: the next letter or digit past any separators.
+            if !next.is_ascii_alphanumeric() {
+                if let Some(&x) = run[p + 1..].iter().find(|x| x.is_ascii_alphanumeric()) {
+                    if self.pair(c, x.to_ascii_lowercase()) {
+                        return true;
+                    }
                 }
             }
         }
-        let skip = |w: &str| w.len() < shortest[w.as_bytes()[0].to_ascii_lowercase() as usize];
-        let mut out = Vec::new();
-        pipeline::run_skipping(&self.stemmer, text, Some(&skip), |t| {
-            if let Some(term) = terms.iter().position(|&x| x == t.text) {
-                out.push(Hit {
-                    start: to_char(t.start),
-                    end: to_char(t.end),
-                    term,
-                });
+        false
+    }
+}
+
+/// Which simple ASCII words (`identifier::is_simple`: a letter, then lowercase letters)
+/// can produce one of the query's terms. A simple word's term is its lowercased form, or
+/// the Snowball English stem of it, and Snowball English:
+/// - never lengthens a word;
+/// - keeps its first two letters, or all of a stem shorter than two ("aing" → "a"): its
+///   suffix rules act from the third letter on (step 1a's "ies" → "ie", step 1c's y → i
+///   after a non-first consonant, R1 which starts at the third letter at the earliest),
+/// - except for three words of its exception list, "dying", "lying" and "tying", which
+///   become "die", "lie" and "tie".
+///
+/// So a word can match only a term that starts with the word's own first two letters
+/// (lowercased), or is its first letter alone, and is no longer than the word. The
+/// property test `prefix_filter_keeps_every_hit` checks this against full analysis on
+/// the shared corpora's vocabulary.
+struct PrefixFilter {
+    /// `[first letter]`: 1 if that letter alone is a term.
+    one: [bool; 26],
+    /// `[first letter][second letter]`: the shortest term of two or more letters that
+    /// starts with them, or `usize::MAX`.
+    two: [[usize; 26]; 26],
+}
+
+impl PrefixFilter {
+    fn new(terms: &[&str]) -> Self {
+        let mut f = PrefixFilter {
+            one: [false; 26],
+            two: [[usize::MAX; 26]; 26],
+        };
+        let letter = |b: u8| b.is_ascii_lowercase().then(|| (b - b'a') as usize);
+        for t in terms {
+            let b = t.as_bytes();
+            match b {
+                [a] => {
+                    if let Some(a) = letter(*a) {
+                        f.one[a] = true;
+                    }
+                }
+                [a, c, ..] => {
+                    if let (Some(a), Some(c)) = (letter(*a), letter(*c)) {
+                        f.two[a][c] = f.two[a][c].min(b.len());
+                    }
+                }
+                [] => {}
             }
-        });
-        out
+            if let Some(first) = match *t {
+                "die" => Some(b'd'),
+                "lie" => Some(b'l'),
+                "tie" => Some(b't'),
+                _ => None,
+            } {
+                let a = (first - b'a') as usize;
+                let y = (b'y' - b'a') as usize;
+                f.two[a][y] = f.two[a][y].min("dying".len());
+            }
+        }
+        f
+    }
+
+    /// True when the simple word `w` cannot produce any of the terms. Anything that is
+    /// not a simple word is never skipped.
+    #[inline]
+    fn skips(&self, w: &str) -> bool {
+        let index = |b: u8| {
+            let i = b.to_ascii_lowercase().wrapping_sub(b'a') as usize;
+            (i < 26).then_some(i)
+        };
+        let b = w.as_bytes();
+        let Some(a) = b.first().and_then(|&x| index(x)) else {
+            return false;
+        };
+        if self.one[a] {
+            return false;
+        }
+        match b.get(1) {
+            None => true,
+            Some(&c) => index(c).is_some_and(|c| b.len() < self.two[a][c]),
+        }
     }
 }
 
@@ -293,6 +512,165 @@ mod tests {
                 .map(|(s, e)| (text[..s].chars().count(), text[..e].chars().count()))
                 .collect();
             assert_eq!(got, want, "term {term}");
+        }
+    }
+
+    /// Simple words of the shared corpora (SciFact and the Markdown trees), or a fixed
+    /// list of Snowball's awkward cases when they are not beside the checkout.
+    fn vocabulary() -> Vec<String> {
+        let mut words: Vec<String> = "dying lying tying skies skis idly gently ugly early \
+            only singly sky news howe atlas cosmos bias andes aing oed eing ued uing ied ies \
+            cries ayed eyes oing using hoping generously generational communication arsenal \
+            sensibility conditional happy cry by sky yelling Yes Dying Lying a I o y ye"
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let roots = [here.join("../../shared"), "/work/shared".into()];
+        let Some(root) = roots.iter().find(|r| r.is_dir()) else {
+            return words;
+        };
+        let mut files = vec![root.join("datasets/scifact/corpus.jsonl")];
+        let mut dirs = vec![root.join("corpora")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "md") {
+                    files.push(p);
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            for w in text.split(|c: char| !c.is_ascii_alphabetic()) {
+                if crate::text::identifier::is_simple(w) && seen.insert(w.to_string()) {
+                    words.push(w.to_string());
+                }
+            }
+        }
+        assert!(
+            words.len() > 20_000,
+            "{} words under {}",
+            words.len(),
+            root.display()
+        );
+        words
+    }
+
+    #[test]
+    fn prefix_filter_keeps_every_hit() {
+        let a = Analyzer::new();
+        for w in vocabulary() {
+            let mut terms = Vec::new();
+            a.analyze(&w, |t, _, _, _| terms.push(t.to_string()));
+            for t in &terms {
+                let f = PrefixFilter::new(&[t.as_str()]);
+                assert!(!f.skips(&w), "{w:?} -> {t:?} would be skipped");
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_filter_skips_other_words() {
+        let f = PrefixFilter::new(&["cell", "protein", "die"]);
+        for w in ["cells", "Cellular", "proteins", "dying", "die"] {
+            assert!(!f.skips(w), "{w}");
+        }
+        for w in ["cat", "cel", "pr", "apple", "dead", "lying", "Protest"] {
+            assert_eq!(f.skips(w), w != "Protest", "{w}");
+        }
+    }
+
+    /// Full analysis's hits of each term of `text` alone, and of all of them at once.
+    fn check_runs(a: &Analyzer, text: &str) {
+        let mut all: Vec<String> = Vec::new();
+        a.analyze(text, |t, _, _, _| all.push(t.to_string()));
+        all.sort();
+        all.dedup();
+        let reference = |terms: &[&str]| {
+            let mut want = Vec::new();
+            pipeline::run(&a.stemmer, text, |t| {
+                if let Some(term) = terms.iter().position(|&x| x == t.text) {
+                    let char_at = |b: usize| text[..b].chars().count();
+                    want.push((char_at(t.start), char_at(t.end), term));
+                }
+            });
+            want
+        };
+        let got = |terms: &[&str]| -> Vec<(usize, usize, usize)> {
+            a.hits(text, terms)
+                .iter()
+                .map(|h| (h.start, h.end, h.term))
+                .collect()
+        };
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        assert_eq!(got(&refs), reference(&refs), "{text:?}");
+        for t in &refs {
+            assert_eq!(got(&[t]), reference(&[t]), "{text:?} term {t:?}");
+        }
+    }
+
+    #[test]
+    fn ascii_runs_find_the_same_hits() {
+        let a = Analyzer::new();
+        check_runs(
+            &a,
+            "Dying cells, lying skies: the Ownership of HashMap<K, V> in hash_map files, \
+             TtcA x_ray X-Ray v3.14beta 1,000 e.g. std::io can't Bob's IL-6 mRNA CD4+ T-cells \
+             __init__ a..b getHTTPResponse2Code aing oed tying ties 'quoted' end.",
+        );
+        for w in vocabulary().chunks(400) {
+            check_runs(&a, &w.join(" "));
+        }
+        // Real ASCII lines of the Markdown corpora: code, identifiers, numbers, links.
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let roots = [
+            here.join("../../shared/corpora"),
+            "/work/shared/corpora".into(),
+        ];
+        let Some(root) = roots.iter().find(|r| r.is_dir()) else {
+            return;
+        };
+        let (mut dirs, mut lines) = (vec![root.clone()], 0);
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                for chunk in text.lines().step_by(7).take(20) {
+                    check_runs(&a, chunk);
+                    lines += 1;
+                }
+            }
+        }
+        assert!(
+            lines > 1000,
+            "only {lines} corpus lines under {}",
+            root.display()
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn ascii_runs_match_full_analysis(
+            text in "([A-Za-z]{1,8}|[0-9]{1,4}|dying|Lying|x_ray|HTTPServer|v2\\.0|[ _.:,;'()+/-]){0,30}"
+        ) {
+            check_runs(&Analyzer::new(), &text);
+        }
+
+        #[test]
+        fn mixed_text_matches_full_analysis(
+            text in "([A-Za-z]{1,8}|[0-9]{1,3}|Straße|naïve|café|数据库|東京の天気|ｶﾞ|한국어|\u{301}|\u{200D}|[ \t\n_.:,;'()+/-]|\u{a0}|\u{3000}|é|β){0,30}"
+        ) {
+            check_runs(&Analyzer::new(), &text);
         }
     }
 
