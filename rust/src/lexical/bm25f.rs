@@ -157,6 +157,32 @@ impl FieldNorms {
     }
 }
 
+impl FieldNorms {
+    /// [`FieldNorms::score`] of `n` postings at once, bit for bit: `factors[j]` and the
+    /// field frequencies `tfs[f][j]` of posting `j` in, scores out. Two passes (tf̃, then
+    /// the saturation) so that the divisions of a block run as vector instructions
+    /// instead of one dependent `divss` per posting.
+    #[inline]
+    pub fn score_block(
+        &self,
+        idf: Score,
+        tfs: [&[u32]; FIELD_COUNT],
+        factors: &[[Score; FIELD_COUNT]],
+        out: &mut [Score],
+    ) {
+        let n = out.len();
+        let (tfs, factors) = (tfs.map(|t| &t[..n]), &factors[..n]);
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = pseudo_tf(std::array::from_fn(|f| tfs[f][j]), factors[j]);
+        }
+        let k1 = self.k1;
+        for o in out.iter_mut() {
+            let tf = *o;
+            *o = if tf > 0.0 { idf * tf / (k1 + tf) } else { 0.0 };
+        }
+    }
+}
+
 /// tf̃ = Σ_f tf_f · w_f / norm_f.
 #[inline]
 pub fn pseudo_tf(tfs: [u32; FIELD_COUNT], factors: [Score; FIELD_COUNT]) -> Score {

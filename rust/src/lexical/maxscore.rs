@@ -34,9 +34,9 @@
 
 use std::cell::RefCell;
 
-use super::postings::PostingsCursor;
+use super::postings::{PostingsCursor, BLOCK_LEN};
 use super::query::{field_mask, SegmentSearch, Step};
-use super::{DocOrd, Score};
+use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Floats in the per-window row table at most.
 const ROW_TABLE: usize = 1 << 16;
@@ -193,6 +193,12 @@ impl Row<'_> {
     fn has(&self, k: usize) -> bool {
         self.set.get(k / 64).is_some_and(|w| w >> (k % 64) & 1 == 1)
     }
+}
+
+/// One block's per-posting length factors and scores.
+struct Scratch {
+    factors: [[Score; FIELD_COUNT]; BLOCK_LEN],
+    scores: [Score; BLOCK_LEN],
 }
 
 /// The non-essential side of a candidate's evaluation.
@@ -354,6 +360,10 @@ impl<'s> SegmentSearch<'_, 's> {
         let sw = me.div_ceil(64);
         let words = ((hi - lo) as usize).div_ceil(64);
         rows.touched[..words].fill(0);
+        let mut scratch = Scratch {
+            factors: [[0.0; FIELD_COUNT]; BLOCK_LEN],
+            scores: [0.0; BLOCK_LEN],
+        };
         for &(t, a, b) in &plan.terms {
             let Some(cur) = self.cursors[t].as_mut() else {
                 continue;
@@ -363,7 +373,19 @@ impl<'s> SegmentSearch<'_, 's> {
             while cur.doc() < hi {
                 let block = cur.block()?;
                 let n = block.docs.partition_point(|&d| d < hi);
-                for (j, &d) in block.docs[..n].iter().enumerate() {
+                let docs = &block.docs[..n];
+                let tfs: [&[u32]; FIELD_COUNT] = std::array::from_fn(|f| block.field_tfs(f, n));
+                let (factors, scores) = (&mut scratch.factors[..n], &mut scratch.scores[..n]);
+                for (slot, &d) in factors.iter_mut().zip(docs) {
+                    *slot = self
+                        .seg
+                        .factors
+                        .get(d as usize)
+                        .copied()
+                        .unwrap_or_default();
+                }
+                p.norms.score_block(idf, tfs, factors, scores);
+                for (j, &d) in docs.iter().enumerate() {
                     let i = (d - lo) as usize;
                     let (word, bit) = (i / 64, 1u64 << (i % 64));
                     let set = &mut rows.set[i * sw..(i + 1) * sw];
@@ -373,10 +395,8 @@ impl<'s> SegmentSearch<'_, 's> {
                         rows.bound[i] = 0.0;
                         matches.insert(d);
                     }
-                    let tfs = block.tfs(j);
-                    let factors = self.seg.factors.get(d as usize).copied();
-                    let s = p.norms.score(idf, tfs, factors.unwrap_or_default());
-                    let mask = field_mask(tfs);
+                    let s = scores[j];
+                    let mask = field_mask(std::array::from_fn(|f| tfs[f][j]));
                     for &(k, w) in targets {
                         let (cell, v) = (i * me + k, w * s);
                         let (sw_k, sb_k) = (k / 64, 1u64 << (k % 64));

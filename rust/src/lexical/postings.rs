@@ -152,6 +152,12 @@ impl Block<'_> {
     pub fn tfs(&self, j: usize) -> [u32; FIELD_COUNT] {
         std::array::from_fn(|f| self.tfs[f].get(self.at + j).copied().unwrap_or(0))
     }
+
+    /// Field `f`'s frequencies of `docs[..n]`.
+    #[inline]
+    pub fn field_tfs(&self, f: usize, n: usize) -> &[u32] {
+        self.tfs[f].get(self.at..self.at + n).unwrap_or_default()
+    }
 }
 
 /// Reads one term's postings block by block. `doc()` is [`TERMINATED`] when exhausted.
