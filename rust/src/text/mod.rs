@@ -22,6 +22,8 @@ mod pipeline;
 mod segment;
 pub mod snippet;
 mod stem;
+
+pub(crate) use stem::FxHasher;
 mod stopwords;
 #[cfg(test)]
 mod tests;

@@ -168,7 +168,23 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
 
     /// The word `text[start..end]`, which contains a letter or digit.
     fn word(&mut self, start: usize, end: usize) {
-        nfkc_into(&self.text[start..end], &mut self.norm);
+        let raw = &self.text[start..end];
+        if raw.len() <= MAX_TOKEN_BYTES && identifier::is_simple(raw) {
+            // The common case, in one cache lookup: see `CachedStemmer::simple_term_into`.
+            let position = self.pos;
+            self.pos = self.pos.saturating_add(1);
+            if self.stemmer.simple_term_into(raw, &mut self.stem) {
+                (self.sink)(Term {
+                    text: &self.stem,
+                    position,
+                    start,
+                    end,
+                    whole: false,
+                });
+            }
+            return;
+        }
+        nfkc_into(raw, &mut self.norm);
         strip_possessive(&mut self.norm);
         if identifier::is_simple(&self.norm) {
             self.lower.clear();

@@ -16,6 +16,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use super::stopwords::is_stop_word;
+
 /// Entries per thread before the cache is cleared.
 const CACHE_CAP: usize = 1 << 16;
 
@@ -26,8 +28,12 @@ pub(crate) struct CachedStemmer {
 
 type Cache = HashMap<Box<str>, Box<str>, BuildHasherDefault<FxHasher>>;
 
+/// Per simple word as written: its term, or `None` for a stop word.
+type WordCache = HashMap<Box<str>, Option<Box<str>>, BuildHasherDefault<FxHasher>>;
+
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+    static WORDS: RefCell<WordCache> = RefCell::new(WordCache::default());
 }
 
 impl CachedStemmer {
@@ -40,6 +46,59 @@ impl CachedStemmer {
     /// True if `word` (lowercased) goes through the stemmer at all.
     pub(crate) fn applies_to(word: &str) -> bool {
         word.len() >= 3 && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'\'')
+    }
+
+    /// The term of a simple word (`identifier::is_simple`: an ASCII letter, then
+    /// lowercase ASCII letters) as written, into `out`; false for a stop word. This is
+    /// the word path's whole result for such a word (NFKC and possessive stripping leave
+    /// it alone; it is lowercased, dropped if a stop word, else stemmed when
+    /// [`Self::applies_to`]), found with one lookup: most words of prose are simple and
+    /// repeat.
+    pub(crate) fn simple_term_into(&self, word: &str, out: &mut String) -> bool {
+        out.clear();
+        let found = WORDS.try_with(|cell| {
+            let Ok(mut cache) = cell.try_borrow_mut() else {
+                return None;
+            };
+            if let Some(term) = cache.get(word) {
+                if let Some(t) = term {
+                    out.push_str(t);
+                }
+                return Some(term.is_some());
+            }
+            let term = self.simple_term(word);
+            if cache.len() >= CACHE_CAP {
+                cache.clear();
+            }
+            let kept = term.is_some();
+            if let Some(t) = &term {
+                out.push_str(t);
+            }
+            cache.insert(word.into(), term.map(String::into_boxed_str));
+            Some(kept)
+        });
+        match found {
+            Ok(Some(kept)) => kept,
+            // Thread-local storage is being torn down (or re-entered): no cache.
+            _ => match self.simple_term(word) {
+                Some(t) => {
+                    out.push_str(&t);
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    fn simple_term(&self, word: &str) -> Option<String> {
+        let lower = word.to_ascii_lowercase();
+        if is_stop_word(&lower) {
+            return None;
+        }
+        if Self::applies_to(&lower) {
+            return Some(self.stemmer.stem(&lower).into_owned());
+        }
+        Some(lower)
     }
 
     /// Writes the stem of `word` (lowercased, [`Self::applies_to`]) into `out`, cleared first.
@@ -72,7 +131,7 @@ impl CachedStemmer {
 /// words from the analyzer, not attacker-chosen map keys of a server, so SipHash's
 /// DoS resistance buys nothing and costs a third of the lookup.
 #[derive(Default, Clone, Copy)]
-struct FxHasher {
+pub(crate) struct FxHasher {
     hash: u64,
 }
 
@@ -139,6 +198,26 @@ mod tests {
             let mut out = String::new();
             s.stem_into(w, &mut out);
             assert_eq!(out, s.stemmer.stem(w));
+        }
+    }
+
+    #[test]
+    fn simple_terms_are_the_word_paths_terms() {
+        let s = CachedStemmer::english();
+        for (w, want) in [
+            ("Running", Some("run")),
+            ("running", Some("run")),
+            ("The", None),
+            ("the", None),
+            ("is", None),
+            ("Go", Some("go")),
+            ("Databases", Some("databas")),
+        ] {
+            for _ in 0..2 {
+                let mut out = String::from("junk");
+                let kept = s.simple_term_into(w, &mut out);
+                assert_eq!(kept.then_some(out.as_str()), want, "{w}");
+            }
         }
     }
 
