@@ -20,7 +20,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbdb import _core
 from kbdb.config import SearchConfig
@@ -42,6 +42,11 @@ _FIELDS = (
     (_core.FIELD_BODY, "body"),
     (_core.FIELD_CODE, "code"),
 )
+# ``matched_fields`` for each field mask.
+_FIELD_SETS = tuple(
+    tuple(name for bit, name in _FIELDS if mask & bit)
+    for mask in range(1 << len(_FIELDS))
+)
 
 
 @dataclass(frozen=True)
@@ -58,21 +63,21 @@ class Filters:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Hit:
     """One ranked section before hydration. Fusion fills the vector fields and may set
     ``confidence`` itself; otherwise hydration derives it from the lexical match."""
 
     kbid: str
     score: float
-    matched: list[int] = field(default_factory=list)
+    matched: list[int]
     relaxed: bool = False
     explain: list[tuple[int, str, str, float]] | None = None
     boost: float = 1.0
     bound: float = 0.0  # sum of the query's clause bounds: no lexical score reaches it
     lexical_score: float | None = None
     confidence: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] | None = None
 
 
 Links = dict[str, list[tuple[str, bool]]]
@@ -211,10 +216,17 @@ class LexicalSearcher:
             return {}
         with self.db.read() as conn:
             links = _links(conn, [h.kbid for h in hits])
-        docs = {k: [d for d, live in v if live] for k, v in links.items()}
-        per_doc = Counter(d for h in hits for d in docs.get(h.kbid, ()))
+        docs: dict[str, list[str]] = {}
+        per_doc: Counter[str] = Counter()
+        for kbid, pairs in links.items():
+            live = [d for d, is_live in pairs if is_live]
+            docs[kbid] = live
+            per_doc.update(live)
+        if len(per_doc) == sum(per_doc.values()):
+            return links  # no document has two candidates: every boost is 1
         for h in hits:
-            m = max((per_doc[d] for d in docs.get(h.kbid, ())), default=1)
+            live = docs.get(h.kbid)
+            m = max([per_doc[d] for d in live]) if live else 1
             h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
             h.score *= h.boost
         # Strict hits stay above relaxed ones; within each tier, by boosted score.
@@ -239,7 +251,9 @@ class LexicalSearcher:
             missing = [k for k in kbids if k not in links]
             if missing:
                 links.update(_links(conn, missing))
-        required = sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
+        clauses = parsed.clauses
+        required = sum(1 for _, req in clauses if req) or len(clauses)
+        snippet = self.analyzer.snippet
         items: list[SearchItem] = []
         for h in page:
             row = rows.get(h.kbid)
@@ -249,18 +263,18 @@ class LexicalSearcher:
             fields = 0
             for mask in h.matched:
                 fields |= mask
-            terms = {alt for i in matched_clauses for alt, _ in parsed.clauses[i][0]}
             if h.confidence is not None:
                 conf = h.confidence
             else:
-                covered = sum(1 for i in matched_clauses if parsed.clauses[i][1])
+                covered = sum(1 for i in matched_clauses if clauses[i][1])
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
             if row.type.startswith("image/"):
-                snippet = ""
+                text = ""
             else:
+                terms = {alt for i in matched_clauses for alt, _ in clauses[i][0]}
                 _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
-                snippet = self.analyzer.snippet(body, terms, SNIPPET_CHARS, row.content)[0]
+                text = snippet(body, terms, SNIPPET_CHARS, row.content)[0]
             items.append(
                 SearchItem(
                     kbid=h.kbid,
@@ -271,9 +285,9 @@ class LexicalSearcher:
                     section_type=row.section_type,
                     docids=_docids(links.get(h.kbid, ())),
                     tags=row.tags,
-                    snippet=snippet,
-                    matched_terms=tuple(parsed.surfaces[i] for i in matched_clauses),
-                    matched_fields=tuple(name for bit, name in _FIELDS if fields & bit),
+                    snippet=text,
+                    matched_terms=tuple([parsed.surfaces[i] for i in matched_clauses]),
+                    matched_fields=_FIELD_SETS[fields],
                     score=round(h.score, 6),
                     confidence=conf,
                     created_at=row.created_at,
@@ -286,8 +300,7 @@ class LexicalSearcher:
         return items
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
+class _Row(NamedTuple):
     heading: str
     level: int
     parent: str | None
@@ -364,5 +377,6 @@ def _explain(h: Hit) -> dict[str, Any]:
         "sibling_boost": round(h.boost, 4),
         "relaxed": h.relaxed,
     }
-    out.update(h.extra)
+    if h.extra:
+        out.update(h.extra)
     return out
