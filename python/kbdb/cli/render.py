@@ -44,10 +44,13 @@ def print_error(text: str, payload: dict[str, Any] | None) -> None:
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console; colors only on a terminal (rich decides, NO_COLOR is honoured)."""
+    """A rich console; colors only on a terminal (rich decides, NO_COLOR is honoured).
+
+    No emoji codes: user text such as a query ``:fire:`` is printed as written, and rich
+    does not load its emoji table (a few ms of every cold ``kbdb search``)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
 
 
 def _is_cjk(ch: str) -> bool:
@@ -109,10 +112,6 @@ def _section_cell(item: SearchItem, *, with_heading: bool = True) -> Text:
 
 def render_search(res: SearchResult, query: str, *, show_content: bool) -> None:
     """A table of hits with highlighted snippets, then a one-line summary."""
-    from rich import box
-    from rich.rule import Rule
-    from rich.table import Table
-
     out = console()
     if res.vector_index_stale:
         click.echo(
@@ -125,11 +124,16 @@ def render_search(res: SearchResult, query: str, *, show_content: bool) -> None:
         )
         return
     if show_content:
+        from rich.rule import Rule
+
         for n, item in enumerate(res.items, res.offset + 1):
             out.print(Rule(f"{n}. {item.heading or '(no heading)'}", align="left"))
             out.print(_section_cell(item, with_heading=False))
             out.print(highlight(item.content or "", item.matched_terms))
     else:
+        from rich import box
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, show_edge=False)
         table.add_column("#", justify="right", style="dim", no_wrap=True)
         table.add_column("section", width=KBID_WIDTH, overflow="fold")
