@@ -79,9 +79,11 @@ def test_lexical_search_imports_nothing_heavy(learned: Path) -> None:
         assert not under(modules, NOT_FOR_SEARCH), (args, under(modules, NOT_FOR_SEARCH))
 
 
-def test_json_search_does_not_load_rich_or_tomlkit(learned: Path) -> None:
-    modules = roots(loaded(learned, "--json", "search", "pool"))
-    assert "rich" not in modules and "tomlkit" not in modules
+def test_search_does_not_load_rich_or_tomlkit(learned: Path) -> None:
+    """The table is drawn by kbdb.cli.table (DESIGN.md: not rich's heavy parts)."""
+    for args in (("--json", "search", "pool"), ("search", "pool"), ("search", "pool", "-n", "1")):
+        modules = roots(loaded(learned, *args))
+        assert "rich" not in modules and "tomlkit" not in modules, args
 
 
 def test_help_loads_no_command_module(learned: Path) -> None:
