@@ -139,3 +139,30 @@ def test_lazy_names_still_import() -> None:
         "    raise SystemExit('kbdb.types.Nope did not raise')\n"
     )
     subprocess.run([sys.executable, "-c", code], env=cli_env(), timeout=60, check=True)
+
+
+def test_the_lazy_logger_imports_logging_only_when_it_could_print() -> None:
+    """kbdb._log drops debug/info while logging was never imported (nothing could have
+    enabled them), and imports logging for a warning, which reaches stderr as before."""
+    code = (
+        "import sys\n"
+        "from kbdb._log import log\n"
+        "log.debug('quiet %s', 1); log.info('quiet')\n"
+        "assert 'logging' not in sys.modules\n"
+        "log.warning('loud %s', 2)\n"
+        "assert 'logging' in sys.modules\n"
+        "import logging\n"
+        "logging.getLogger('kbdb').setLevel(logging.DEBUG)\n"
+        "logging.basicConfig(stream=sys.stderr, format='%(message)s')\n"
+        "log.debug('now shown')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+        check=True,
+    )
+    assert "loud 2" in proc.stderr and "now shown" in proc.stderr
+    assert "quiet" not in proc.stderr
