@@ -16,7 +16,6 @@ import re
 import sys
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, TextIO
 
 Span = tuple[str, str]
@@ -27,19 +26,32 @@ _SGR["magenta"] = "35"
 _WORD = re.compile(r"\s*\S+\s*")
 
 
-@dataclass(frozen=True)
 class Column:
     """``width``: a fixed content width; else the widest content (``flexible`` columns get
     the width that remains). ``fold``: cut words longer than the width across lines (else
-    they are cut with an ellipsis); ``no_wrap``: never wrap."""
+    they are cut with an ellipsis); ``no_wrap``: never wrap. A plain class, not a
+    dataclass: creating one of those costs more than drawing the table."""
 
-    header: str
-    justify: Literal["left", "right"] = "left"
-    width: int | None = None
-    flexible: bool = False
-    fold: bool = False
-    no_wrap: bool = False
-    style: str = ""
+    __slots__ = ("flexible", "fold", "header", "justify", "no_wrap", "style", "width")
+
+    def __init__(
+        self,
+        header: str,
+        *,
+        justify: Literal["left", "right"] = "left",
+        width: int | None = None,
+        flexible: bool = False,
+        fold: bool = False,
+        no_wrap: bool = False,
+        style: str = "",
+    ) -> None:
+        self.header = header
+        self.justify = justify
+        self.width = width
+        self.flexible = flexible
+        self.fold = fold
+        self.no_wrap = no_wrap
+        self.style = style
 
 
 def color_enabled(stream: TextIO) -> bool:
