@@ -24,6 +24,8 @@ SCRIPTS = {
     "maintenance": "bench_maintenance.py",
     "neardup": "bench_neardup.py",
     "mcp_latency": "bench_mcp.py",
+    "scale": "bench_scale.py",  # 10k and 100k sections by default (1M: --sizes, by hand)
+    "cold_start": "bench_cold_start.py",  # reuses its cached 100k knowledge base
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 

@@ -20,13 +20,14 @@ from common import ROOT, read_result  # noqa: E402
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
-ORDER = ("quality", "lexical_speed", "learn", "neardup", "maintenance")
+ORDER = ("quality", "lexical_speed", "learn", "neardup", "maintenance", "cold_start")
 SOURCES = {
     "quality": "benches/bench_quality.py",
     "lexical_speed": "benches/bench_lexical_speed.py",
     "learn": "benches/bench_learn.py",
     "neardup": "benches/bench_neardup.py",
     "maintenance": "benches/bench_maintenance.py",
+    "cold_start": "benches/bench_cold_start.py",
 }
 
 

@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from kbdb import contradictions as contra
-from kbdb import failpoints, neardup, skills
+# Only what opening a knowledge base and a lexical search need is imported here: a cold
+# `kbdb search` pays for every module loaded at import (benches/bench_cold_start.py).
+# Learning, near-duplicates, the lifecycle, contradictions, skills, fusion and maintenance
+# are imported by the methods that use them.
 from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import (
     ContentTooLargeError,
@@ -27,52 +29,40 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
-from kbdb.learn import (
-    Learner,
-    LearnItem,
-    LearnProgress,
-    Pending,
-    ProgressFn,
-    build_document,
-    make_report,
-    slug,
-)
-from kbdb.lifecycle import Lifecycle
-from kbdb.neardup import NearDuplicateFinder
-from kbdb.search.hybrid import search_fused
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.search.vectors import VectorStore
 from kbdb.store import DB_NAME, Database, WriteLock
 from kbdb.store import queries as q
-from kbdb.store import skills as skill_store
-from kbdb.types import (
-    CheckReport,
-    ContradictionsResult,
-    DocumentList,
-    ExportReport,
-    ForgetResult,
-    GcReport,
-    HistoryResult,
-    ImportReport,
-    LearnReport,
-    Outline,
-    RebuildReport,
-    RecallResult,
-    RelatedResult,
-    ReviseResult,
-    SearchMode,
-    SearchResult,
-    Section,
-    SectionReport,
-    Skill,
-    SkillInfo,
-    SkillLearnResult,
-    SkillList,
-    Stats,
-    TagList,
-)
+from kbdb.types import SearchMode, SearchResult
+
+if TYPE_CHECKING:
+    from kbdb.learn import Learner, LearnItem, LearnProgress, Pending, ProgressFn
+    from kbdb.lifecycle import Lifecycle
+    from kbdb.neardup import NearDuplicateFinder
+    from kbdb.types import (
+        CheckReport,
+        ContradictionsResult,
+        DocumentList,
+        ExportReport,
+        ForgetResult,
+        GcReport,
+        HistoryResult,
+        ImportReport,
+        LearnReport,
+        Outline,
+        RebuildReport,
+        RecallResult,
+        RelatedResult,
+        ReviseResult,
+        SectionReport,
+        Skill,
+        SkillLearnResult,
+        SkillList,
+        Stats,
+        TagList,
+    )
 
 KBDB_DIR = ".kbdb"
 CONFIG_NAME = "worker.toml"
@@ -81,6 +71,16 @@ LOCK_NAME = "write.lock"
 MAX_LIMIT = 100
 
 __all__ = ["KnowledgeBase", "LearnItem", "LearnProgress"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from kbdb.kb import LearnItem`` keeps working without loading the learn machinery
+    # at import.
+    if name in ("LearnItem", "LearnProgress"):
+        from kbdb import learn
+
+        return getattr(learn, name)
+    raise AttributeError(f"module 'kbdb.kb' has no attribute {name!r}")
 
 
 def _lock_timeout() -> float:
@@ -123,15 +123,40 @@ class KnowledgeBase:
         self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
         self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
         self._vectors = VectorStore(kbdir / INDEX_DIR, self._db, self.config.embedding, kbdir)
-        self._near = NearDuplicateFinder(
-            self._db,
-            self._vectors,
-            jaccard=self.config.learn.near_duplicate_jaccard,
-            cosine=self.config.learn.near_duplicate_cosine,
-        )
-        self._learner = Learner(self._db, self._lock, self._index, self._vectors, self._near)
+        # Made on first use (``_near``, ``_learner``): a search never needs them.
+        self._near_finder: NearDuplicateFinder | None = None
+        self._learner_obj: Learner | None = None
+        self._lazy_lock = threading.Lock()
         self._synonyms: Synonyms | None = None
         self._synonyms_lock = threading.Lock()
+
+    @property
+    def _near(self) -> NearDuplicateFinder:
+        if self._near_finder is None:
+            from kbdb.neardup import NearDuplicateFinder
+
+            with self._lazy_lock:
+                if self._near_finder is None:
+                    self._near_finder = NearDuplicateFinder(
+                        self._db,
+                        self._vectors,
+                        jaccard=self.config.learn.near_duplicate_jaccard,
+                        cosine=self.config.learn.near_duplicate_cosine,
+                    )
+        return self._near_finder
+
+    @property
+    def _learner(self) -> Learner:
+        if self._learner_obj is None:
+            from kbdb.learn import Learner
+
+            near = self._near
+            with self._lazy_lock:
+                if self._learner_obj is None:
+                    self._learner_obj = Learner(
+                        self._db, self._lock, self._index, self._vectors, near
+                    )
+        return self._learner_obj
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -208,6 +233,8 @@ class KnowledgeBase:
     ) -> LearnReport:
         """Learn a block of content. Without ``docid`` the document id is derived from the
         title (or the first words). ``replace`` supersedes sections by source key."""
+        from kbdb.learn import LearnItem, make_report
+
         started = time.perf_counter()
         item = LearnItem(
             content,
@@ -226,12 +253,14 @@ class KnowledgeBase:
         """Learn many blocks of content: ``batch`` documents per transaction and per index
         commit, which is far faster than one ``learn`` call each. Each item follows the
         rules of ``learn``; a bad item raises before its batch is stored."""
+        from kbdb.learn import make_report
+
         if batch < 1:
             raise InvalidArgumentError(f"batch must be >= 1 (got {batch})")
         started = time.perf_counter()
         reports: list[SectionReport] = []
         totals: dict[str, int] = {}
-        pending = []
+        pending: list[Pending] = []
         for item in items:
             pending.append(self._pending(item))
             if len(pending) >= batch:
@@ -251,6 +280,8 @@ class KnowledgeBase:
             totals[k] = totals.get(k, 0) + v
 
     def _pending(self, item: LearnItem) -> Pending:
+        from kbdb.learn import build_document, slug
+
         if not isinstance(item.content, str):
             raise InvalidArgumentError("content must be a string")
         limit = self.config.learn.max_file_bytes
@@ -336,6 +367,8 @@ class KnowledgeBase:
             return dataclasses.replace(
                 result, search_mode=cast(SearchMode, mode), vector_index_stale=True
             )
+        from kbdb.search.hybrid import search_fused
+
         self._refresh_vectors()
         s = self.config.search
         return search_fused(
@@ -355,6 +388,8 @@ class KnowledgeBase:
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
         """Full sections by kbid, or a document's sections in order. Unknown → NOT_FOUND."""
+        from kbdb.types import RecallResult, Section
+
         if not kbids and docid is None:
             raise InvalidArgumentError("recall needs kbids or a docid")
         with self._db.read() as conn:
@@ -399,6 +434,8 @@ class KnowledgeBase:
 
     def stats(self) -> Stats:
         """Counts, sizes, the analyzer, the provider, and the index generation."""
+        from kbdb.types import Stats
+
         index = self._index.core
         index.reload()
         with self._db.read() as conn:
@@ -441,6 +478,9 @@ class KnowledgeBase:
         files; the old index keeps serving readers until the new one is published.
         Embeddings are reused from the cache unless ``reembed``. ``progress(done, total)``
         follows the sections read for the lexical index, then those embedded."""
+        from kbdb import failpoints, neardup
+        from kbdb.types import RebuildReport
+
         started = time.perf_counter()
         sections = embedded = 0
         with self._lock.hold():
@@ -510,6 +550,8 @@ class KnowledgeBase:
         return self._lifecycle().related(kbid, limit)
 
     def _lifecycle(self) -> Lifecycle:
+        from kbdb.lifecycle import Lifecycle
+
         return Lifecycle(
             self._db,
             self._lock,
@@ -533,6 +575,8 @@ class KnowledgeBase:
         are not near-duplicates (SPEC §8.5): by embedding cosine when the vector index is
         current, else by shingle Jaccard. ``threshold`` is the lowest similarity of a pair
         (default 0.75 cosine, 0.5 Jaccard) and must stay below the near-duplicate one."""
+        from kbdb import contradictions as contra
+
         vector = self._vectors.enabled and not self._vectors.stale()
         method: Literal["vector", "lexical"] = "vector" if vector else "lexical"
         high = (
@@ -567,6 +611,10 @@ class KnowledgeBase:
     ) -> SkillLearnResult:
         """Create the skill ``name`` (kebab-case), or replace it keeping its history: the
         old version is superseded and stays readable by kbid and in ``history``."""
+        from kbdb import skills
+        from kbdb.store import skills as skill_store
+        from kbdb.types import SkillLearnResult
+
         item = skills.pending(name, description, content, _tags(tags))
         kbid = item.doc.sections[0].kbid
         with self._lock.hold():
@@ -583,11 +631,17 @@ class KnowledgeBase:
     def skill_learn_path(self, path: str | os.PathLike[str]) -> SkillLearnResult:
         """Learn a skill from a folder holding ``SKILL.md``, or from the file itself: its
         YAML front matter gives name (else the folder's name), description and tags."""
+        from kbdb import skills
+
         name, description, content, tags = skills.read_skill_file(Path(path).expanduser())
         return self.skill_learn(name, description, content, tags=tags)
 
     def skill_list(self) -> SkillList:
         """Every live skill, by name."""
+        from kbdb import skills
+        from kbdb.store import skills as skill_store
+        from kbdb.types import SkillInfo, SkillList
+
         with self._db.read() as conn:
             rows = skill_store.live_skills(conn)
             tags = q.tags_of(conn, [r[1] for r in rows])
@@ -606,6 +660,10 @@ class KnowledgeBase:
 
     def skill_get(self, name: str) -> Skill:
         """The skill ``name`` in full; NOT_FOUND when there is none."""
+        from kbdb import skills
+        from kbdb.store import skills as skill_store
+        from kbdb.types import Skill
+
         skills.check_name(name)
         with self._db.read() as conn:
             row = skill_store.skill(conn, skills.docid(name))
@@ -625,6 +683,8 @@ class KnowledgeBase:
     def _catch_up_signatures(self) -> None:
         """Bring the near-duplicate band table up to the change log (forget, revise and
         import write only the log); readers never wait for it."""
+        from kbdb import neardup
+
         with self._db.read() as conn:
             behind = neardup.is_behind(conn)
         if behind:

@@ -15,7 +15,10 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 def walk(command: click.Command, path: str = "kbdb") -> Iterator[tuple[str, click.Command]]:
     yield path, command
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):  # the top group loads its commands lazily
+            sub = command.get_command(ctx, name)
+            assert sub is not None, f"{path} {name}"
             yield from walk(sub, f"{path} {name}")
 
 

@@ -56,3 +56,50 @@ def test_every_command_has_help(kbdb: Kbdb) -> None:
         res = kbdb(command, "--help")
         assert res.code == 0 and "Usage: kbdb " in res.out, command
     assert "search.k1" in kbdb("config", "set", "--help").out
+
+
+def test_the_lazy_command_table_matches_the_commands() -> None:
+    """``kbdb --help`` prints the short help from ``COMMANDS`` without importing the command
+    modules: each entry must name a real command with exactly that short help, the listing
+    must equal click's own from the loaded commands, and every top-level command defined
+    in ``kbdb/cli/commands`` must have an entry."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import click
+
+    import kbdb.cli.commands as package
+    from kbdb.cli.app import COMMANDS, cli
+
+    ctx = click.Context(cli, info_name="kbdb")
+    lazy = ctx.make_formatter()
+    cli.format_commands(ctx, lazy)
+    for name, (module, attribute, short) in COMMANDS.items():
+        command = getattr(importlib.import_module(f"kbdb.cli.commands.{module}"), attribute)
+        assert isinstance(command, click.Command) and not command.hidden, name
+        # a set short_help is printed as is, whatever the terminal width
+        assert command.short_help and inspect.cleandoc(command.short_help) == short, name
+        assert cli.get_command(ctx, name) is command, name
+    eager = ctx.make_formatter()
+    click.Group.format_commands(cli, ctx, eager)  # click's listing, from the loaded commands
+    assert lazy.getvalue() == eager.getvalue()
+
+    listed = {(module, attribute) for module, attribute, _ in COMMANDS.values()}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"kbdb.cli.commands.{info.name}")
+        defined = {
+            attr: value
+            for attr, value in vars(module).items()
+            if isinstance(value, click.Command)
+            and getattr(value.callback, "__module__", None) == module.__name__
+        }
+        nested = {
+            id(sub)
+            for value in defined.values()
+            if isinstance(value, click.Group)
+            for sub in value.commands.values()
+        }
+        for attr, value in defined.items():
+            if id(value) not in nested:
+                assert (info.name, attr) in listed, f"kbdb.cli.commands.{info.name}.{attr}"

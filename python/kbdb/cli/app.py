@@ -8,24 +8,14 @@ failure), 2 usage or configuration error, 3 knowledge base not found or locked.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from kbdb.cli.commands import config as config_cmd
-from kbdb.cli.commands import eval as eval_cmd
-from kbdb.cli.commands import init as init_cmd
-from kbdb.cli.commands import knowledge as knowledge_cmd
-from kbdb.cli.commands import learn as learn_cmd
-from kbdb.cli.commands import lifecycle as lifecycle_cmd
-from kbdb.cli.commands import maintain as maintain_cmd
-from kbdb.cli.commands import mcp as mcp_cmd
-from kbdb.cli.commands import read as read_cmd
-from kbdb.cli.commands import search as search_cmd
 from kbdb.cli.options import State, global_options, provider_configured, version
 from kbdb.cli.render import print_error
 from kbdb.errors import KbdbError
@@ -34,12 +24,70 @@ EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
 
 
+# Every command, in help order: name -> (module in kbdb.cli.commands, attribute, short help).
+# A command's module is imported only when that command runs or shows its own help, so a
+# cold `kbdb search` loads one command module, not eleven (and none of their imports);
+# `kbdb --help` prints the short help from here. tests/cli/test_help.py checks that this
+# table matches the commands themselves.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("init", "init", "Create a knowledge base in PATH/.kbdb."),
+    "learn": ("learn", "learn", "Learn files, folders or stdin (-)."),
+    "search": ("search", "search", "Ranked search."),
+    "recall": ("read", "recall", "Full sections by kbid or --docid."),
+    # lifecycle: revise, history, forget, docs, outline, tags, related
+    "revise": ("lifecycle", "revise", "Correct a section: a new version replaces it."),
+    "history": ("lifecycle", "history", "The versions of a section, oldest first."),
+    "forget": ("lifecycle", "forget", "Retire sections by kbid or --docid."),
+    "docs": ("lifecycle", "docs", "List documents."),
+    "outline": ("lifecycle", "outline", "A document's heading tree."),
+    "tags": ("lifecycle", "tags", "Every tag, with its count."),
+    "related": ("lifecycle", "related", "Sections close to a section."),
+    "stats": ("read", "stats", "Counts, sizes and index state."),
+    # maintenance: check, gc (rebuild follows), then export, import
+    "check": ("maintain", "check", "Verify the database and the index files."),
+    "gc": ("maintain", "gc", "Remove orphans and dead entries; compact and vacuum."),
+    "rebuild": ("maintain", "rebuild", "Regenerate the indexes from kb.sqlite."),
+    "export": ("maintain", "export", "Write a Markdown snapshot folder (no indexes)."),
+    "import": ("maintain", "import_", "Restore or merge a snapshot written by export."),
+    # contradictions and skill
+    "contradictions": (
+        "knowledge",
+        "contradictions",
+        "Sections of different documents that cover the same ground.",
+    ),
+    "skill": ("knowledge", "skill", "Named, reusable procedures: learn, list, get."),
+    "config": ("config", "config", "Show or set worker.toml values."),
+    "mcp": ("mcp", "mcp", "Serve the knowledge base to agents over MCP (stdio or HTTP)."),
+    "eval": ("eval", "eval_", "Measure search quality on a BEIR dataset."),
+    "db": ("init", "db", "Alias: 'db init --db PATH' is 'init PATH'."),
+}
+
+
 class KbdbGroup(click.Group):
-    """Lists commands in the order they were added, and ends the help with a short synopsis
-    of the everyday commands (``--mode`` only when an embedding provider is configured)."""
+    """Loads each command from ``COMMANDS`` on first use, lists them in that order, and ends
+    the help with a short synopsis of the everyday commands (``--mode`` only when an
+    embedding provider is configured)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute, _ = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"kbdb.cli.commands.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # From the table, so that `kbdb --help` imports no command module.
+        rows = [(name, short) for name, (_, _, short) in COMMANDS.items()]
+        rows += [
+            (name, cmd.get_short_help_str())
+            for name, cmd in self.commands.items()
+            if name not in COMMANDS and not cmd.hidden
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         mode = " [--mode lexical|vector|hybrid]" if provider_configured(ctx) else ""
@@ -90,35 +138,6 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-cli.add_command(init_cmd.init)
-cli.add_command(learn_cmd.learn)
-cli.add_command(search_cmd.search)
-cli.add_command(read_cmd.recall)
-# lifecycle: revise, history, forget, docs, outline, tags, related
-cli.add_command(lifecycle_cmd.revise)
-cli.add_command(lifecycle_cmd.history)
-cli.add_command(lifecycle_cmd.forget)
-cli.add_command(lifecycle_cmd.docs)
-cli.add_command(lifecycle_cmd.outline)
-cli.add_command(lifecycle_cmd.tags)
-cli.add_command(lifecycle_cmd.related)
-cli.add_command(read_cmd.stats)
-# maintenance: check, gc (rebuild follows), then export, import
-cli.add_command(maintain_cmd.check)
-cli.add_command(maintain_cmd.gc)
-cli.add_command(maintain_cmd.rebuild)
-cli.add_command(maintain_cmd.export)
-cli.add_command(maintain_cmd.import_)
-# contradictions and skill
-cli.add_command(knowledge_cmd.contradictions)
-cli.add_command(knowledge_cmd.skill)
-cli.add_command(config_cmd.config)
-# mcp
-cli.add_command(mcp_cmd.mcp)
-cli.add_command(eval_cmd.eval_, name="eval")
-cli.add_command(init_cmd.db)
-
-
 def _usage_message(exc: click.UsageError) -> str:
     text = exc.format_message().strip()
     text = text[:1].lower() + text[1:]
@@ -139,6 +158,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         rv: Any = cli.main(args, prog_name="kbdb", obj=st, standalone_mode=False)
     except KbdbError as exc:
         if st.debug:
+            import traceback
+
             traceback.print_exc()
         print_error(str(exc), exc.to_dict() if st.json else None)
         return exc.exit_code
@@ -160,6 +181,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:  # the one broad catch (STYLE.md: only at the top)
         if st.debug:
+            import traceback
+
             traceback.print_exc()
         detail = str(exc)
         if isinstance(exc, OSError) and exc.strerror:

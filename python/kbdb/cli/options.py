@@ -11,7 +11,6 @@ configured. ``kbdb search --help`` is the full help and always shows them (SPEC 
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -72,6 +71,8 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         return value
     setattr(state(ctx), param.name, value)
     if param.name == "debug":
+        import logging
+
         logging.basicConfig(stream=sys.stderr, format="kbdb: %(levelname)s %(name)s: %(message)s")
         logging.getLogger("kbdb").setLevel(logging.DEBUG)
     return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,10 +45,13 @@ def print_error(text: str, payload: dict[str, Any] | None) -> None:
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console; colors only on a terminal (rich decides, NO_COLOR is honoured)."""
+    """A rich console; colors only on a terminal (rich decides, NO_COLOR is honoured).
+
+    No emoji codes: user text such as a query ``:fire:`` is printed as written, and rich
+    does not load its emoji table (a few ms of every cold ``kbdb search``)."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
 
 
 def _is_cjk(ch: str) -> bool:
@@ -108,28 +112,105 @@ def _section_cell(item: SearchItem, *, with_heading: bool = True) -> Text:
 
 
 def render_search(res: SearchResult, query: str, *, show_content: bool) -> None:
-    """A table of hits with highlighted snippets, then a one-line summary."""
-    from rich import box
-    from rich.rule import Rule
-    from rich.table import Table
-
-    out = console()
+    """A table of hits with highlighted snippets, then a one-line summary. The table is
+    drawn by ``kbdb.cli.table``, not rich: a cold ``kbdb search`` does not load rich at all
+    (``--content`` prints through rich)."""
     if res.vector_index_stale:
         click.echo(
             "kbdb: the vector index is stale, lexical results only (run 'kbdb rebuild')", err=True
         )
-    if not res.items:
-        out.print(
-            f"No results for {json.dumps(query, ensure_ascii=False)} ({res.retrieval_verdict}).",
-            markup=False,
-        )
+    if show_content and res.items:
+        _render_search_rich(res, show_content=True)
         return
+    from kbdb.cli import table as tb
+
+    color = tb.color_enabled(sys.stdout)
+    width = tb.console_width()
+    ascii_only = not (sys.stdout.encoding or "utf-8").lower().replace("-", "").startswith("utf")
+    if not res.items:
+        line = f"No results for {json.dumps(query, ensure_ascii=False)} ({res.retrieval_verdict})."
+        tb.write(_plain_lines(tb.clean(line), width, color, ""))
+        return
+    text = tb.draw(
+        _search_columns(),
+        [search_row(n, item) for n, item in enumerate(res.items, res.offset + 1)],
+        width=width,
+        color=color,
+        rule="-" if ascii_only else "─",
+    )
+    if text is None:  # a terminal too narrow for the snippet: rich shrinks the columns
+        _render_search_rich(res)
+        return
+    for n, item in enumerate(res.items, res.offset + 1):
+        if item.explain is not None:
+            text += tb.styled([(f"explain #{n} {item.kbid}:", "dim")], color) + "\n"
+            text += json.dumps(item.explain, ensure_ascii=False, indent=2) + "\n"
+    text += _plain_lines(_summary(res), width, color, "dim")
+    tb.write(text)
+
+
+def _plain_lines(text: str, width: int, color: bool, style: str) -> str:
+    from kbdb.cli import table as tb
+
+    return "".join(tb.styled(line, color) + "\n" for line in tb.wrap([(text, style)], width))
+
+
+def _search_columns() -> tuple[Any, ...]:
+    from kbdb.cli.table import Column
+
+    return (
+        Column("#", justify="right", no_wrap=True, style="dim"),
+        Column("section", width=KBID_WIDTH, fold=True),
+        Column("snippet", flexible=True),
+        Column("score", justify="right", no_wrap=True),
+    )
+
+
+def search_row(n: int, item: SearchItem) -> list[list[tuple[str, str]]]:
+    """One table row: rank, section (heading, kbid, documents, tags, kind), snippet with
+    the matched words highlighted, score and confidence."""
+    from kbdb.cli.table import clean
+
+    section: list[tuple[str, str]] = [
+        (
+            clean(item.heading) if item.heading else "(no heading)",
+            "bold" if item.heading else "dim",
+        ),
+        ("\n", ""),
+        (item.kbid, "dim"),
+    ]
+    if item.docids:
+        section.append(("\n" + clean(", ".join(item.docids)), "cyan"))
+    if item.tags:
+        section.append(("  " + clean(" ".join(f"#{t}" for t in item.tags)), "magenta"))
+    if item.section_type != "section":
+        section.append((f"  [{clean(item.section_type)}]", "green"))
+    snippet = clean(item.snippet)
+    spans: list[tuple[str, str]] = []
+    pos = 0
+    for start, end in match_spans(snippet, item.matched_terms):
+        spans += [(snippet[pos:start], ""), (snippet[start:end], MATCH_STYLE)]
+        pos = end
+    spans.append((snippet[pos:], ""))
+    score = f"{item.score:.2f}\n{item.confidence:.0%}" + ("\nrelaxed" if item.relaxed else "")
+    return [[(str(n), "")], section, [s for s in spans if s[0]], [(score, "")]]
+
+
+def _render_search_rich(res: SearchResult, *, show_content: bool = False) -> None:
+    """``--content`` (each hit in full under a rule), and the table on a terminal too
+    narrow for ``kbdb.cli.table``: through rich."""
+    out = console()
     if show_content:
+        from rich.rule import Rule
+
         for n, item in enumerate(res.items, res.offset + 1):
             out.print(Rule(f"{n}. {item.heading or '(no heading)'}", align="left"))
             out.print(_section_cell(item, with_heading=False))
             out.print(highlight(item.content or "", item.matched_terms))
     else:
+        from rich import box
+        from rich.table import Table
+
         table = Table(box=box.SIMPLE_HEAD, expand=True, show_lines=True, show_edge=False)
         table.add_column("#", justify="right", style="dim", no_wrap=True)
         table.add_column("section", width=KBID_WIDTH, overflow="fold")

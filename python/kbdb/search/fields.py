@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 
-from kbdb.ingest.content import json_index_text
-
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -50,6 +48,10 @@ def index_fields(
     if type == "text/markdown":
         body, code = split_code(content)
     elif type == "application/json":
+        # Here, not at the top: kbdb.ingest loads the whole ingest package (pathspec, the
+        # HTML parser), which a search never needs.
+        from kbdb.ingest.content import json_index_text
+
         body, code = json_index_text(content), ""
     else:
         body, code = content, ""

@@ -9,18 +9,16 @@ results are hydrated from the database and retired sections are dropped there.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from kbdb import _core
+from kbdb._log import log
 from kbdb.errors import IndexCorruptError, KbLockedError
 from kbdb.search.fields import index_fields
 from kbdb.store import Database, WriteLock
 from kbdb.store import queries as q
-
-log = logging.getLogger("kbdb")
 
 # Changes applied per index commit during a catch-up; bounds memory on large gaps.
 CATCH_UP_BATCH = 20_000

@@ -13,19 +13,17 @@ Only single-word entries take part; a multi-word entry is ignored with a log mes
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from kbdb._log import log
 from kbdb.errors import ConfigInvalidError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
-
-log = logging.getLogger("kbdb")
 
 SYNONYM_WEIGHT = 0.6
 

@@ -14,14 +14,13 @@ and scanning it (SPEC §4.2, §6; the seed's "Embedding Lifecycle").
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbdb import _core
+from kbdb._log import log
 from kbdb.config import EmbeddingConfig
 from kbdb.errors import EmbeddingFailedError, IndexCorruptError, KbdbError
 from kbdb.store import Database
@@ -30,8 +29,6 @@ from kbdb.store import queries as q
 if TYPE_CHECKING:
     from kbdb.embedding import EmbeddingProvider
     from kbdb.embedding.provider import ProgressCallback
-
-log = logging.getLogger("kbdb")
 
 REBUILD_BATCH = 64
 """Sections per provider call during a rebuild (the seed's batches of up to 64)."""
@@ -60,6 +57,8 @@ def embedding_text(
 
 
 def text_sha(text: str) -> str:
+    import hashlib  # here: loading OpenSSL costs a lexical search ~3 ms at start-up
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

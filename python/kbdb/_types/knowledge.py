@@ -1,0 +1,76 @@
+"""Results of contradictions and skills (SPEC §8.5, §9).
+
+Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
+to create them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kbdb.types import _Dict
+
+
+@dataclass(frozen=True)
+class ContradictionMember(_Dict):
+    """One section of a ``contradictions`` group."""
+
+    kbid: str
+    heading: str
+    docids: tuple[str, ...]
+    snippet: str
+
+
+@dataclass(frozen=True)
+class ContradictionGroup(_Dict):
+    """Sections from different documents that cover the same ground. ``similarity`` is
+    the highest pairwise similarity inside the group."""
+
+    similarity: float
+    sections: tuple[ContradictionMember, ...]
+
+
+@dataclass(frozen=True)
+class ContradictionsResult(_Dict):
+    """SPEC §8.5. ``method``: ``vector`` (embedding cosine) or ``lexical`` (shingle
+    Jaccard); ``threshold``: the lowest similarity a pair needed."""
+
+    method: Literal["vector", "lexical"]
+    threshold: float
+    groups: tuple[ContradictionGroup, ...]
+
+
+@dataclass(frozen=True)
+class SkillLearnResult(_Dict):
+    """``previous``: the kbid of the version this one replaced, or None."""
+
+    name: str
+    kbid: str
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
+class SkillInfo(_Dict):
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    kbid: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class SkillList(_Dict):
+    skills: tuple[SkillInfo, ...]
+
+
+@dataclass(frozen=True)
+class Skill(_Dict):
+    """A skill in full (SPEC §9): its Markdown instructions in ``content``."""
+
+    name: str
+    description: str
+    content: str
+    tags: tuple[str, ...]
+    kbid: str
+    created_at: str

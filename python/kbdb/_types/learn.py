@@ -1,0 +1,68 @@
+"""Results of ``learn`` and ``rebuild`` (SPEC §3).
+
+Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
+to create them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kbdb.types import _Dict
+
+
+@dataclass(frozen=True)
+class NearDuplicate(_Dict):
+    kbid: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class SectionReport(_Dict):
+    """One section of a learn (SPEC §3, result table)."""
+
+    kbid: str
+    heading: str
+    indexed_terms_count: int
+    superseded: str | None = None
+    warnings: tuple[str, ...] = ()
+    near_duplicates: tuple[NearDuplicate, ...] = ()
+    vector_embedding_failed: bool = False
+    docid: str | None = None
+    status: Literal["added", "unchanged", "linked"] = "added"
+
+    _optional = frozenset({"docid"})
+
+
+@dataclass(frozen=True)
+class SkippedFile(_Dict):
+    path: str
+    reason: str
+    code: str
+
+
+@dataclass(frozen=True)
+class LearnReport(_Dict):
+    """The whole learn call: per-section results and totals."""
+
+    sections: tuple[SectionReport, ...]
+    documents_added: int = 0
+    documents_updated: int = 0
+    documents_unchanged: int = 0
+    sections_added: int = 0
+    sections_unchanged: int = 0
+    sections_retired: int = 0
+    files_skipped: tuple[SkippedFile, ...] = ()
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.files_skipped
+
+
+@dataclass(frozen=True)
+class RebuildReport(_Dict):
+    sections: int
+    vectors: int
+    elapsed_ms: float

@@ -1,0 +1,60 @@
+"""Results of ``recall`` and ``stats`` (SPEC §2).
+
+Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
+to create them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdb.types import _Dict
+
+
+@dataclass(frozen=True)
+class Section(_Dict):
+    """A full section, as ``recall`` returns it (SPEC §2)."""
+
+    kbid: str
+    heading: str
+    level: int
+    parent: str | None
+    content: str
+    type: str
+    section_type: str
+    title: str | None
+    description: str | None
+    tags: tuple[str, ...]
+    docids: tuple[str, ...]
+    source_key: str | None
+    created_at: str
+    retired_at: str | None
+    superseded_by: str | None
+    retired: bool = False
+
+
+@dataclass(frozen=True)
+class RecallResult(_Dict):
+    sections: tuple[Section, ...]
+
+
+@dataclass(frozen=True)
+class Stats(_Dict):
+    documents: int
+    sections: int
+    live_sections: int
+    retired_sections: int
+    tags: int
+    db_bytes: int
+    index_bytes: int
+    index_segments: int
+    index_generation: int
+    index_watermark: int
+    changelog_seq: int
+    analyzer: str
+    embedding_provider: str
+    embedding_model: str | None
+    vector_index_stale: bool
+    path: str
+    extra: dict[str, Any] = field(default_factory=dict)
