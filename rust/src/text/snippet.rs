@@ -96,8 +96,8 @@ impl Analyzer {
     /// [`PrefixFilter`].
     fn hits(&self, text: &str, terms: &[&str]) -> Vec<Hit> {
         let bigrams = Bigrams::new(terms);
-        let prefix = PrefixFilter::new(terms);
-        let skip = |w: &str| prefix.skips(w);
+        let prefix = std::cell::OnceCell::new();
+        let skip = |w: &str| prefix.get_or_init(|| PrefixFilter::new(terms)).skips(w);
         let mut out = Vec::new();
         super::segment::for_each_chunk(text, |start, end, ascii| {
             if ascii {
@@ -154,28 +154,42 @@ impl Analyzer {
         terms: &[&str],
         out: &mut Vec<Hit>,
     ) {
-        let in_run = |c: u8| {
-            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'.' | b':' | b',' | b';')
-        };
-        let b = text.as_bytes();
-        let mut i = from;
-        while i < to {
-            if !in_run(b[i]) {
+        let chunk = &text.as_bytes()[from..to];
+        let mut i = 0;
+        while i < chunk.len() {
+            if CLASS[chunk[i] as usize] == BREAK {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < to && in_run(b[i]) {
+            let mut may = false;
+            let mut prev = JOIN;
+            while i < chunk.len() {
+                let k = CLASS[chunk[i] as usize];
+                if k == BREAK {
+                    break;
+                }
+                // Where a part can start (a superset of the identifier splitter's
+                // boundaries): after a joiner or the run's start, at a capital, and
+                // between a letter and a digit.
+                if !may
+                    && k != JOIN
+                    && (prev == JOIN || k == UPPER || (k == DIGIT) != (prev == DIGIT))
+                {
+                    may = filter.may_start_at(chunk, i);
+                }
+                prev = k;
                 i += 1;
             }
-            if !filter.may_match(&b[start..i]) {
+            if !may {
                 continue;
             }
-            pipeline::run(&self.stemmer, &text[start..i], |t| {
+            let base = from + start;
+            pipeline::run(&self.stemmer, &text[base..from + i], |t| {
                 if let Some(term) = terms.iter().position(|&x| x == t.text) {
                     out.push(Hit {
-                        start: start + t.start,
-                        end: start + t.end,
+                        start: base + t.start,
+                        end: base + t.end,
                         term,
                     });
                 }
@@ -183,6 +197,35 @@ impl Analyzer {
         }
     }
 }
+
+/// Byte classes of the ASCII scan: a run is a maximal stretch of non-`BREAK` bytes.
+const BREAK: u8 = 0;
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 3;
+/// `_ ' . : , ;`: can join letters or digits into one word, or separate its parts.
+const JOIN: u8 = 4;
+
+static CLASS: [u8; 256] = {
+    let mut t = [BREAK; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_lowercase() {
+            LOWER
+        } else if b.is_ascii_uppercase() {
+            UPPER
+        } else if b.is_ascii_digit() {
+            DIGIT
+        } else if matches!(b, b'_' | b'\'' | b'.' | b':' | b',' | b';') {
+            JOIN
+        } else {
+            BREAK
+        };
+        c += 1;
+    }
+    t
+};
 
 /// Which ASCII runs can produce one of the query's terms, by the terms' first two
 /// characters. Every term a run yields is, lowercased (ASCII NFKC is the identity):
@@ -197,26 +240,27 @@ impl Analyzer {
 /// nor with its separators dropped, and no one-character term, yields no term. The
 /// property test `ascii_runs_find_the_same_hits` checks this against full analysis.
 struct Bigrams {
-    /// Bit `b` of `pairs[a]`: some term starts with the bytes `a b`.
-    pairs: [u128; 128],
-    /// Bit `a`: the byte `a` alone is a term.
-    singles: u128,
+    /// Bit `b` of `pairs[a]`: some term starts with the ASCII bytes `a b`.
+    pairs: [[u64; 2]; 128],
+    /// Bit `a`: the ASCII byte `a` alone is a term.
+    singles: [u64; 2],
 }
 
 impl Bigrams {
     fn new(terms: &[&str]) -> Self {
         let mut f = Bigrams {
-            pairs: [0; 128],
-            singles: 0,
+            pairs: [[0; 2]; 128],
+            singles: [0; 2],
         };
+        let set = |bits: &mut [u64; 2], b: u8| bits[usize::from(b >> 6)] |= 1 << (b & 63);
         for t in terms {
             match *t.as_bytes() {
-                [a] if a.is_ascii() => f.singles |= 1 << a,
-                [a, b, ..] if a.is_ascii() && b.is_ascii() => f.pairs[a as usize] |= 1 << b,
+                [a] if a.is_ascii() => set(&mut f.singles, a),
+                [a, b, ..] if a.is_ascii() && b.is_ascii() => set(&mut f.pairs[a as usize], b),
                 _ => {}
             }
             if matches!(*t, "die" | "lie" | "tie") {
-                f.pairs[t.as_bytes()[0] as usize] |= 1 << b'y';
+                set(&mut f.pairs[t.as_bytes()[0] as usize], b'y');
             }
         }
         f
@@ -224,51 +268,64 @@ impl Bigrams {
 
     #[inline]
     fn pair(&self, a: u8, b: u8) -> bool {
-        self.pairs[a as usize & 127] >> (b & 127) & 1 == 1
+        let (a, b) = (a & 127, b & 127);
+        self.pairs[a as usize][usize::from(b >> 6)] >> (b & 63) & 1 == 1
     }
 
-    /// False when the ASCII `run` cannot yield any of the terms. Only where a part can
-    /// start is looked at: the run's start, after any other character than a letter or
-    /// digit, at a capital, and between a letter and a digit (a superset of the
-    /// identifier splitter's boundaries).
+    /// Whether a part starting at `chunk[p]` (a letter or digit) can yield one of the
+    /// terms, as itself, a stem of it, or the first part of a whole form.
     #[inline]
-    fn may_match(&self, run: &[u8]) -> bool {
-        let n = run.len();
-        for p in 0..n {
-            let c = run[p];
-            if !c.is_ascii_alphanumeric() {
-                continue;
-            }
-            if p > 0 {
-                let before = run[p - 1];
-                let starts = !before.is_ascii_alphanumeric()
-                    || c.is_ascii_uppercase()
-                    || c.is_ascii_digit() != before.is_ascii_digit();
-                if !starts {
-                    continue;
-                }
-            }
-            let c = c.to_ascii_lowercase();
-            if self.singles >> c & 1 == 1 {
-                return true;
-            }
-            let Some(&next) = run.get(p + 1) else {
-                continue;
-            };
-            if self.pair(c, next.to_ascii_lowercase()) {
-                return true;
-            }
-            // A whole form: the next letter or digit past any separators.
-            if !next.is_ascii_alphanumeric() {
-                if let Some(&x) = run[p + 1..].iter().find(|x| x.is_ascii_alphanumeric()) {
-                    if self.pair(c, x.to_ascii_lowercase()) {
-                        return true;
-                    }
-                }
+    fn may_start_at(&self, chunk: &[u8], p: usize) -> bool {
+        let c = chunk[p].to_ascii_lowercase();
+        if self.singles[usize::from(c >> 6)] >> (c & 63) & 1 == 1
+            && (alone(chunk, p) || is_vowel(c))
+        {
+            return true;
+        }
+        let Some(&next) = chunk.get(p + 1) else {
+            return false;
+        };
+        if self.pair(c, next.to_ascii_lowercase()) {
+            return true;
+        }
+        // A whole form: the next letter or digit past the separators, within the run.
+        if !next.is_ascii_alphanumeric() {
+            let after = chunk[p + 1..]
+                .iter()
+                .take_while(|&&x| CLASS[x as usize] != BREAK)
+                .find(|x| x.is_ascii_alphanumeric());
+            if let Some(&x) = after {
+                return self.pair(c, x.to_ascii_lowercase());
             }
         }
         false
     }
+}
+
+/// Whether the part that starts at `run[p]` can be that one character: unless the next
+/// character surely continues it (after a letter, a lowercase letter, or an apostrophe
+/// before a letter, which joins them and stays inside the part; after a digit, a digit, or a `.`, `,` or `'` between digits).
+/// A capital after a capital may start a new part (`PServer`), so it does not count.
+fn alone(run: &[u8], p: usize) -> bool {
+    let Some(&n) = run.get(p + 1) else {
+        return true;
+    };
+    let after = run.get(p + 2);
+    let continues = if run[p].is_ascii_digit() {
+        n.is_ascii_digit()
+            || (matches!(n, b'.' | b',' | b'\'') && after.is_some_and(u8::is_ascii_digit))
+    } else {
+        // `'s` may be a possessive, which is stripped: `D's` is `D`.
+        n.is_ascii_lowercase()
+            || (n == b'\''
+                && after.is_some_and(|&a| a.is_ascii_alphabetic() && !matches!(a, b's' | b'S')))
+    };
+    !continues
+}
+
+/// A one-letter stem can come from a longer word only through a vowel ("aing" → "a").
+fn is_vowel(c: u8) -> bool {
+    matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y')
 }
 
 /// Which simple ASCII words (`identifier::is_simple`: a letter, then lowercase letters)
@@ -288,16 +345,16 @@ impl Bigrams {
 struct PrefixFilter {
     /// `[first letter]`: 1 if that letter alone is a term.
     one: [bool; 26],
-    /// `[first letter][second letter]`: the shortest term of two or more letters that
-    /// starts with them, or `usize::MAX`.
-    two: [[usize; 26]; 26],
+    /// `[first letter][second letter]`: the length of the shortest term of two or more
+    /// letters that starts with them, or `u8::MAX` (terms are at most `MAX_TOKEN_BYTES`).
+    two: [[u8; 26]; 26],
 }
 
 impl PrefixFilter {
     fn new(terms: &[&str]) -> Self {
         let mut f = PrefixFilter {
             one: [false; 26],
-            two: [[usize::MAX; 26]; 26],
+            two: [[u8::MAX; 26]; 26],
         };
         let letter = |b: u8| b.is_ascii_lowercase().then(|| (b - b'a') as usize);
         for t in terms {
@@ -310,7 +367,7 @@ impl PrefixFilter {
                 }
                 [a, c, ..] => {
                     if let (Some(a), Some(c)) = (letter(*a), letter(*c)) {
-                        f.two[a][c] = f.two[a][c].min(b.len());
+                        f.two[a][c] = f.two[a][c].min(b.len().min(254) as u8);
                     }
                 }
                 [] => {}
@@ -323,7 +380,7 @@ impl PrefixFilter {
             } {
                 let a = (first - b'a') as usize;
                 let y = (b'y' - b'a') as usize;
-                f.two[a][y] = f.two[a][y].min("dying".len());
+                f.two[a][y] = f.two[a][y].min("dying".len() as u8);
             }
         }
         f
@@ -346,7 +403,7 @@ impl PrefixFilter {
         }
         match b.get(1) {
             None => true,
-            Some(&c) => index(c).is_some_and(|c| b.len() < self.two[a][c]),
+            Some(&c) => index(c).is_some_and(|c| b.len() < usize::from(self.two[a][c])),
         }
     }
 }
@@ -661,7 +718,7 @@ mod tests {
 
         #[test]
         fn ascii_runs_match_full_analysis(
-            text in "([A-Za-z]{1,8}|[0-9]{1,4}|dying|Lying|x_ray|HTTPServer|v2\\.0|[ _.:,;'()+/-]){0,30}"
+            text in "([A-Za-z]{1,8}|[A-Z][a-z]?|[0-9]{1,4}|dying|Lying|aing|x_ray|HTTPServer|PServer|iPSC|pH|B12|PrP|v2\\.0|1\\.|I'm|D's|X'S|[ _.:,;'()+/-]){0,30}"
         ) {
             check_runs(&Analyzer::new(), &text);
         }
