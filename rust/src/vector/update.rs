@@ -59,10 +59,19 @@ pub struct Staged {
 }
 
 /// Writes to `file` in chunks of exactly [`WRITE_CHUNK_BYTES`] (the last one shorter), so
-/// every write starts at an aligned offset.
-struct ChunkWriter {
-    file: File,
+/// every write starts at an aligned offset (also used for `vectors.q8`).
+pub(super) struct ChunkWriter {
+    pub(super) file: File,
     buf: Vec<u8>,
+}
+
+impl ChunkWriter {
+    pub(super) fn new(file: File) -> ChunkWriter {
+        ChunkWriter {
+            file,
+            buf: Vec::with_capacity(WRITE_CHUNK_BYTES),
+        }
+    }
 }
 
 impl Write for ChunkWriter {

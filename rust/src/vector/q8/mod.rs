@@ -109,19 +109,24 @@ pub struct Params {
 }
 
 impl Params {
-    /// The min..max range of every dimension of `vectors` (rows of `dims` LE f32 bytes,
-    /// produced by `rows`), mapped onto codes 0..=255.
-    pub fn fit(dims: usize, count: usize, row: impl Fn(usize) -> Vec<f32> + Sync) -> Params {
+    /// The min..max range of every dimension over `count` vectors (`row(i, out)` writes
+    /// vector `i` into `out`), mapped onto codes 0..=255.
+    pub fn fit(dims: usize, count: usize, row: impl Fn(usize, &mut [f32]) + Sync) -> Params {
         let init = || (vec![f32::INFINITY; dims], vec![f32::NEG_INFINITY; dims]);
         let (lo, hi) = (0..count)
             .into_par_iter()
-            .fold(init, |(mut lo, mut hi), i| {
-                for (j, x) in row(i).into_iter().enumerate() {
-                    lo[j] = lo[j].min(x);
-                    hi[j] = hi[j].max(x);
-                }
-                (lo, hi)
-            })
+            .fold(
+                || (init(), vec![0f32; dims]),
+                |((mut lo, mut hi), mut v), i| {
+                    row(i, &mut v);
+                    for (j, &x) in v.iter().enumerate() {
+                        lo[j] = lo[j].min(x);
+                        hi[j] = hi[j].max(x);
+                    }
+                    ((lo, hi), v)
+                },
+            )
+            .map(|(lohi, _)| lohi)
             .reduce(init, |(mut lo, mut hi), (l2, h2)| {
                 for j in 0..dims {
                     lo[j] = lo[j].min(l2[j]);
@@ -175,6 +180,13 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
 
 fn le_f32s(b: &[u8]) -> Vec<f32> {
     super::le_bytes_to_f32s(b)
+}
+
+/// Little-endian f32 bytes into `out` (`out.len()` values).
+fn decode(bytes: &[u8], out: &mut [f32]) {
+    for (o, c) in out.iter_mut().zip(bytes.chunks_exact(COMPONENT_BYTES)) {
+        *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
 }
 
 /// What opening a q8 file found.
@@ -371,9 +383,7 @@ fn write_q8(out: &mut impl Write, base: &VectorReader) -> Result<()> {
     let dims = base.dims();
     let count = base.len();
     let stride = stride_for(dims);
-    let params = Params::fit(dims, count, |i| {
-        super::le_bytes_to_f32s(base.vector_bytes(i))
-    });
+    let params = Params::fit(dims, count, |i, out| decode(base.vector_bytes(i), out));
     let io = |e| Error::io(base.path(), e);
     let mut hasher = crc32fast::Hasher::new();
     let mut put = |b: &[u8], out: &mut dyn Write| -> Result<()> {
@@ -398,10 +408,13 @@ fn write_q8(out: &mut impl Write, base: &VectorReader) -> Result<()> {
         buf[..n * stride]
             .par_chunks_mut(stride)
             .enumerate()
-            .for_each(|(j, row)| {
-                let v = super::le_bytes_to_f32s(base.vector_bytes(start + j));
-                params.encode(&v, row);
-            });
+            .for_each_init(
+                || vec![0f32; dims],
+                |v, (j, row)| {
+                    decode(base.vector_bytes(start + j), v);
+                    params.encode(v, row);
+                },
+            );
         put(&buf[..n * stride], out)?;
     }
     let crc = hasher.finalize();
@@ -424,12 +437,12 @@ pub fn build(dir: &Path, base: &VectorReader) -> Result<()> {
         .open(&tmp)
         .map_err(|e| Error::io(&tmp, e))?;
     let result = (|| {
-        let mut w = std::io::BufWriter::with_capacity(4 << 20, file);
+        // Aligned 4 MiB writes, as for vectors.idx: the page cache can then hold the file
+        // in huge folios, which the scan maps with huge pages.
+        let mut w = super::update::ChunkWriter::new(file);
         write_q8(&mut w, base)?;
-        let file = w
-            .into_inner()
-            .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        w.flush().map_err(|e| Error::io(&tmp, e))?;
+        w.file.sync_all().map_err(|e| Error::io(&tmp, e))?;
         failpoint::hit("q8.before_rename");
         crate::format::remove_squatting_dir(&target)?;
         fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
@@ -471,7 +484,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let p = Params::fit(7, v.len(), |i| v[i].clone());
+        let p = Params::fit(7, v.len(), |i, out| out.copy_from_slice(&v[i]));
         let mut row = vec![0u8; 64];
         for x in &v {
             p.encode(x, &mut row);
