@@ -140,7 +140,11 @@ class VectorStore:
         if not self._cfg.quantized_scan or not self.enabled:
             return False
         index = self.index()
-        return index is not None and not index.quantized_ready
+        return (
+            index is not None
+            and not index.quantized_ready
+            and index.model_name == self.model_name  # a stale index is not built upon
+        )
 
     def search(
         self, query: str, *, limit: int, allow: Sequence[str] | None
