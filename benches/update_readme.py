@@ -20,10 +20,19 @@ from common import ROOT, read_result  # noqa: E402
 
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
-ORDER = ("quality", "lexical_speed", "learn", "neardup", "maintenance", "cold_start")
+ORDER = (
+    "quality",
+    "lexical_speed",
+    "vector_scan",
+    "learn",
+    "neardup",
+    "maintenance",
+    "cold_start",
+)
 SOURCES = {
     "quality": "benches/bench_quality.py",
     "lexical_speed": "benches/bench_lexical_speed.py",
+    "vector_scan": "benches/bench_vector_scan.py",
     "learn": "benches/bench_learn.py",
     "neardup": "benches/bench_neardup.py",
     "maintenance": "benches/bench_maintenance.py",

@@ -311,6 +311,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "embedding.model_path": st.one_of(st.none(), st.text(min_size=1)),
     "embedding.threads": st.integers(0, 256),
     "embedding.quantized": st.booleans(),
+    "embedding.quantized_scan": st.booleans(),
     "embedding.batch_size": st.integers(1, 64),
     "search.k1": st.floats(min_value=1e-6, max_value=1e6, **_FINITE),
     "search.b_heading": st.floats(0, 1),

@@ -211,8 +211,10 @@ class VectorIndex:
         reset: bool = False,
         dimensions: int | None = None,
         model_name: str | None = None,
+        quantized_scan: bool = False,
     ) -> VectorIndex:
-        """Open the vector index in directory ``path``. Missing ``vectors-meta.toml``
+        """Open the vector index in directory ``path``. ``quantized_scan``: as
+        ``set_quantized_scan(True)`` right after opening. Missing ``vectors-meta.toml``
         raises ``FileNotFoundError`` unless ``create``, which writes an empty index of
         ``dimensions`` (1-65535) for ``model_name`` (both required). ``reset=True`` (caller
         holds the write lock) publishes an empty index over whatever is there (missing,
@@ -223,9 +225,34 @@ class VectorIndex:
     def kernel() -> str:
         """The dot-product kernel used on this CPU: ``avx512``, ``avx2``, ``neon`` or
         ``scalar`` (``KBDB_VECTOR_KERNEL`` forces an available one)."""
+    @staticmethod
+    def q8_kernel() -> str:
+        """The int8 kernel of the quantized scan on this CPU: ``avx512vnni``, ``avx2``,
+        ``neon`` or ``scalar`` (``KBDB_Q8_KERNEL`` forces an available one)."""
+    @staticmethod
+    def q8_candidates(limit: int) -> int:
+        """How many candidates a quantized search for ``limit`` results rescores."""
+    @property
+    def quantized_scan(self) -> bool:
+        """Whether searches use ``vectors.q8`` (when current) and writes keep it."""
+    def set_quantized_scan(self, on: bool) -> None:
+        """Turn the quantized scan on or off for this object. On: a current
+        ``vectors.q8`` is used by searches (a damaged one raises ``IndexCorruptError``),
+        and every write that replaces ``vectors.idx`` (``write``, compaction) writes a new
+        one, as does any side write while it is missing or stale. Off: searches scan
+        float32 only, and a write that replaces ``vectors.idx`` removes ``vectors.q8``."""
+    @property
+    def quantized_ready(self) -> bool:
+        """Whether the current snapshot scans ``vectors.q8``."""
+    def q8_status(self) -> str:
+        """``"current"``, ``"stale"`` (built from another ``vectors.idx``: ignored) or
+        ``"missing"``; raises ``IndexCorruptError`` when the file is damaged."""
+    def ensure_quantized(self) -> bool:
+        """Build ``vectors.q8`` now if the quantized scan is on and it is missing or stale
+        (caller holds the write lock). True if it built one."""
     def reload(self) -> bool:
-        """Pick up a newer ``vectors-meta.toml`` written by another process. True if it
-        changed."""
+        """Pick up a newer ``vectors-meta.toml`` (or ``vectors.q8``) written by another
+        process. True if the snapshot changed."""
     @property
     def dimensions(self) -> int: ...
     @property
@@ -289,9 +316,14 @@ class VectorIndex:
         limit: int = 10,
         allow: Sequence[str] | None = None,
         threads: int = 0,
+        exact: bool = False,
+        candidates: int | None = None,
     ) -> tuple[list[str], list[float]]:
-        """Exact top-``limit`` by dot product over every live vector: ``(kbids,
-        scores)``, best first, ties broken by kbid. ``allow`` restricts to those kbids
+        """Top-``limit`` by dot product over every live vector: ``(kbids,
+        scores)``, best first, ties broken by kbid. Exact, except with the quantized scan
+        on and ``vectors.q8`` current: then the int8 copy picks ``candidates`` records
+        (default ``q8_candidates(limit)``), rescored exactly (returned scores are exact
+        float32 ones); ``exact=True`` forces the float32 scan. ``allow`` restricts to those kbids
         (unknown ones are ignored). ``threads``: 0 = all cores (rayon, or
         ``RAYON_NUM_THREADS``), 1 = the calling thread only, n = a pool of n; small
         indexes (< 16 384 vectors) always scan on the calling thread.
@@ -305,5 +337,5 @@ class VectorIndex:
         pages, the memory-bandwidth yardstick of ``benches/bench_vector_scan.py``."""
     def verify(self) -> list[str]:
         """Re-read every file from disk (not this object's snapshot) and check checksums,
-        sizes, order, counts and that every component is finite; returns the problems
-        (empty when sound)."""
+        sizes, order, counts and that every component is finite, and ``vectors.q8`` when
+        present; returns the problems (empty when sound)."""

@@ -184,6 +184,7 @@ _ALL_KEYS = (
     ConfigKey("embedding", "model_path", None),
     ConfigKey("embedding", "threads", 0, _range(0)),
     ConfigKey("embedding", "quantized", False),
+    ConfigKey("embedding", "quantized_scan", False),
     ConfigKey("embedding", "batch_size", MAX_BATCH_SIZE, _range(1, MAX_BATCH_SIZE)),
     ConfigKey("search", "k1", DEFAULT_K1, _range(0, lo_open=True)),
     ConfigKey("search", "b_heading", DEFAULT_B_HEADING, _UNIT),
@@ -211,6 +212,7 @@ _DOCS = {
     "embedding.model_path": 'provider "onnx": folder with model.onnx and tokenizer.json',
     "embedding.threads": 'provider "onnx": inference threads, 0 = automatic',
     "embedding.quantized": 'provider "onnx": use the int8 model where one is available',
+    "embedding.quantized_scan": "vector search scans an int8 copy, then rescores exactly",
     "embedding.batch_size": "texts per embedding call",
     "search.k1": "BM25F term-frequency saturation",
     "search.b_heading": "BM25F length normalization of headings (0 = none, 1 = full)",
@@ -267,6 +269,7 @@ class EmbeddingConfig(_Validated):
     model_path: str | None = None
     threads: int = 0
     quantized: bool = False
+    quantized_scan: bool = False
     batch_size: int = MAX_BATCH_SIZE
 
     def _check_together(self) -> None:

@@ -705,7 +705,13 @@ class KnowledgeBase:
                 model = self._vectors.model_name
             except KbdbError:  # the provider cannot start; its configured model still counts
                 model = self.config.embedding.model
-        return run_check(self._db, self.path / INDEX_DIR, vector_model=model, progress=progress)
+        return run_check(
+            self._db,
+            self.path / INDEX_DIR,
+            vector_model=model,
+            progress=progress,
+            quantized_scan=self.config.embedding.quantized_scan,
+        )
 
     def gc(
         self,
@@ -794,7 +800,7 @@ class KnowledgeBase:
             return
         with self._db.read() as conn:
             head = q.max_seq(conn)
-        if index.watermark >= head:
+        if index.watermark >= head and not self._vectors.quantized_pending():
             return
         try:
             with self._lock.hold(timeout=0):

@@ -86,9 +86,12 @@ def run_check(
     *,
     vector_model: str | None,
     progress: ProgressFn | None = None,
+    quantized_scan: bool = False,
 ) -> CheckReport:
     """Check ``db`` and the indexes in ``index_dir``. ``vector_model``: the configured
-    embedding model (None without a provider), which the vector index must match."""
+    embedding model (None without a provider), which the vector index must match;
+    ``quantized_scan``: whether ``vectors.q8`` should be current (a damaged one is reported
+    either way)."""
     f = _Findings()
     checked: dict[str, int] = {}
     with db.read() as conn:
@@ -115,7 +118,9 @@ def run_check(
         head = sm.max_seq(conn)
         live = sm.live_count(conn)
     checked["index_files"] = _check_lexical(index_dir, f, head, live)
-    checked["vector_files"] = _check_vectors(index_dir, f, head, live, vector_model)
+    checked["vector_files"] = _check_vectors(
+        index_dir, f, head, live, vector_model, quantized_scan=quantized_scan
+    )
     if progress:
         progress(total, total)
     return f.report(checked)
@@ -337,7 +342,15 @@ def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int) -> int:
     return index.segment_count + 1
 
 
-def _check_vectors(index_dir: Path, f: _Findings, head: int, live: int, model: str | None) -> int:
+def _check_vectors(
+    index_dir: Path,
+    f: _Findings,
+    head: int,
+    live: int,
+    model: str | None,
+    *,
+    quantized_scan: bool = False,
+) -> int:
     if not (index_dir / "vectors-meta.toml").exists():
         if model is not None and live > 0:
             f.add(
@@ -349,7 +362,16 @@ def _check_vectors(index_dir: Path, f: _Findings, head: int, live: int, model: s
     )
     if opened_vectors is None:
         return 1
-    index = opened_vectors[0]
+    index, verified = opened_vectors
+    if model is not None and quantized_scan and verified:
+        status = index.q8_status()
+        if status != "current":
+            f.add(
+                "vector_index_behind",
+                f"the quantized copy vectors.q8 is {status}; vector search scans float32"
+                " until the next learn or 'kbdb rebuild' builds it",
+                warning=True,
+            )
     if model is not None:
         if index.model_name != model:
             f.add(

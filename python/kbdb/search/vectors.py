@@ -10,6 +10,11 @@ and scanning it (SPEC §4.2, §6; the seed's "Embedding Lifecycle").
   and the learn report says ``vector_embedding_failed``.
 - **Stale**: the index was built by another model (or not built although sections exist):
   vector and hybrid searches fall back to lexical and say ``vector_index_stale``.
+- **Quantized scan** (``[embedding] quantized_scan = true``): searches scan the int8 copy
+  ``vectors.q8`` and rescore its best candidates exactly. The copy is written with every
+  new ``vectors.idx`` (rebuild, compaction); turned on for an existing index, it is built
+  by the next catch-up (learn, forget, revise, or a search after another process's learn)
+  or rebuild. Until then, and whenever it is stale, searches scan f32 exactly.
 """
 
 from __future__ import annotations
@@ -109,7 +114,9 @@ class VectorStore:
             with self._mutex:
                 if self._index is None:
                     try:
-                        self._index = _core.VectorIndex.open(str(self.directory))
+                        self._index = _core.VectorIndex.open(
+                            str(self.directory), quantized_scan=self._cfg.quantized_scan
+                        )
                     except FileNotFoundError:
                         return None
         else:
@@ -126,6 +133,18 @@ class VectorStore:
             with self._db.read() as conn:
                 return q.live_count(conn) > 0
         return index.model_name != self.model_name
+
+    def quantized_pending(self) -> bool:
+        """True when ``quantized_scan`` is on but ``vectors.q8`` is missing or stale (the
+        next catch-up builds it)."""
+        if not self._cfg.quantized_scan or not self.enabled:
+            return False
+        index = self.index()
+        return (
+            index is not None
+            and not index.quantized_ready
+            and index.model_name == self.model_name  # a stale index is not built upon
+        )
 
     def search(
         self, query: str, *, limit: int, allow: Sequence[str] | None
@@ -154,7 +173,11 @@ class VectorStore:
                 if before > AUTO_BUILD_LIMIT:
                     return set()  # many sections predate the vectors: stale until a rebuild
                 index = self._create()
-            if index.model_name != self.model_name or index.watermark >= head:
+            if index.model_name != self.model_name:
+                return set()
+            if index.watermark >= head:
+                if self._cfg.quantized_scan:
+                    index.ensure_quantized()
                 return set()
             changed = q.changed_kbids(conn, index.watermark)
             rows = q.index_rows(conn, changed)
@@ -166,6 +189,7 @@ class VectorStore:
         if kbids:
             index.append(kbids, vectors, watermark=index.watermark)
         embedded = set(kbids)
+        # With quantized_scan on, the delete's publish also builds a missing vectors.q8.
         index.delete(dead + [r[0] for r in live if r[0] not in embedded], watermark=head)
         return failed
 
@@ -176,6 +200,7 @@ class VectorStore:
             create=True,
             dimensions=provider.dimensions(),
             model_name=provider.model_name(),
+            quantized_scan=self._cfg.quantized_scan,
         )
         self._index = index
         return index
@@ -201,12 +226,16 @@ class VectorStore:
         except IndexCorruptError:
             index = None
         if index is None:
+            # A reset also removes any vectors.q8 (possibly the damaged file), so turning
+            # the quantized scan on afterwards cannot fail on it.
             index = _core.VectorIndex.open(
                 str(self.directory),
                 reset=True,
                 dimensions=provider.dimensions(),
                 model_name=provider.model_name(),
+                quantized_scan=self._cfg.quantized_scan,
             )
+        # write() replaces vectors.q8 too when quantized_scan is on (and removes it when off).
         index.write(
             kbids,
             vectors,

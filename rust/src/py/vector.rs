@@ -118,7 +118,7 @@ fn open_mode(
 #[pymethods]
 impl PyVectorIndex {
     #[staticmethod]
-    #[pyo3(signature = (path, *, create = false, reset = false, dimensions = None, model_name = None))]
+    #[pyo3(signature = (path, *, create = false, reset = false, dimensions = None, model_name = None, quantized_scan = false))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
@@ -126,9 +126,16 @@ impl PyVectorIndex {
         reset: bool,
         dimensions: Option<u32>,
         model_name: Option<String>,
+        quantized_scan: bool,
     ) -> PyResult<PyVectorIndex> {
         let mode = open_mode(create, reset, dimensions, model_name)?;
-        let index = py.detach(|| VectorIndex::open(&path, mode))?;
+        let index = py.detach(|| {
+            let index = VectorIndex::open(&path, mode)?;
+            if quantized_scan {
+                index.set_quantized(true)?;
+            }
+            Ok::<_, Error>(index)
+        })?;
         Ok(PyVectorIndex {
             inner: Arc::new(index),
         })
@@ -138,6 +145,46 @@ impl PyVectorIndex {
     #[staticmethod]
     fn kernel() -> &'static str {
         kernel::best().name()
+    }
+
+    /// The int8 kernel quantized scans use on this CPU.
+    #[staticmethod]
+    fn q8_kernel() -> &'static str {
+        crate::vector::q8::best().name()
+    }
+
+    /// Candidates a quantized search for `limit` results rescores exactly.
+    #[staticmethod]
+    fn q8_candidates(limit: usize) -> usize {
+        crate::vector::q8::candidates(limit)
+    }
+
+    /// Whether searches go through `vectors.q8` (when current) and writes keep it.
+    #[getter]
+    fn quantized_scan(&self) -> bool {
+        self.inner.quantized()
+    }
+
+    fn set_quantized_scan(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        Ok(py.detach(|| self.inner.set_quantized(on))?)
+    }
+
+    /// Whether the current snapshot scans `vectors.q8`.
+    #[getter]
+    fn quantized_ready(&self) -> bool {
+        self.inner.snapshot().q8.is_some()
+    }
+
+    /// `"current"`, `"stale"` or `"missing"`: `vectors.q8` on disk against the current
+    /// `vectors.idx`; INDEX_CORRUPT when it is damaged.
+    fn q8_status(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(py.detach(|| self.inner.q8_status())?.name())
+    }
+
+    /// Builds `vectors.q8` if the quantized scan is on and it is missing or stale (the
+    /// caller holds kbdb's write lock); True if it built one.
+    fn ensure_quantized(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(py.detach(|| self.inner.ensure_quantized())?)
     }
 
     fn reload(&self, py: Python<'_>) -> PyResult<bool> {
@@ -268,7 +315,11 @@ impl PyVectorIndex {
         })
     }
 
-    #[pyo3(signature = (query, *, limit = 10, allow = None, threads = 0))]
+    /// The top `limit` (kbids, scores). With the quantized scan on and `vectors.q8`
+    /// current, candidates come from the int8 copy and are rescored exactly; `exact`
+    /// forces the f32 scan, `candidates` overrides how many are rescored.
+    #[pyo3(signature = (query, *, limit = 10, allow = None, threads = 0, exact = false, candidates = None))]
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         py: Python<'_>,
@@ -276,6 +327,8 @@ impl PyVectorIndex {
         limit: i64,
         allow: Option<Vec<String>>,
         threads: i64,
+        exact: bool,
+        candidates: Option<usize>,
     ) -> PyResult<(Vec<String>, Vec<f32>)> {
         let threads = thread_count(threads)?;
         let data = float32_bytes(query)?;
@@ -285,9 +338,14 @@ impl PyVectorIndex {
                 .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
             let q = query_vector(bytes)?;
             let allow = allow.as_deref().map(to_kbids).transpose()?;
-            self.inner
-                .snapshot()
-                .search(&q, limit, allow.as_deref(), threads)
+            self.inner.snapshot().search_with(
+                &q,
+                limit,
+                allow.as_deref(),
+                threads,
+                exact,
+                candidates,
+            )
         })?;
         Ok(hits.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
     }

@@ -14,11 +14,13 @@
 //! is corrupt.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::file::{RecordWriter, VectorReader};
 use super::filter::Bitset;
 use super::meta::{Meta, VectorState, BASE_FILE, META_FILE};
+use super::q8::{self, Q8Open, Q8Reader, Q8_FILE};
 use super::scan::{scan, Part, Threads};
 use super::tombstone::read_tombstones;
 use super::{KbidHash, Score};
@@ -30,6 +32,7 @@ use crate::format::{write_atomic, write_new_atomic};
 const OPEN_ATTEMPTS: usize = 8;
 
 /// Everything one state of the meta file names, opened and cross-checked.
+#[derive(Clone)]
 pub struct Snapshot {
     /// The meta file as read (both tables).
     pub meta: Meta,
@@ -41,6 +44,56 @@ pub struct Snapshot {
     pub tombstones: Arc<Vec<KbidHash>>,
     /// Live records of `vectors.idx`; `None` when nothing is tombstoned.
     base_live: Option<Arc<Bitset>>,
+    /// The quantized copy of `base`, when the quantized scan is on and `vectors.q8` is
+    /// current (built from this `vectors.idx`).
+    pub q8: Option<Arc<Q8Reader>>,
+    /// Identity of the `vectors.q8` last examined (see [`q8_fingerprint`]), so that a
+    /// missing or stale one is not re-validated on every reload.
+    q8_seen: Option<Fingerprint>,
+}
+
+/// What `vectors.q8` holds relative to the current `vectors.idx`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Q8Status {
+    /// Built from the current `vectors.idx`: scanned when the quantized scan is on.
+    Current,
+    /// Built from another `vectors.idx`: ignored, replaced at the next write.
+    Stale,
+    /// No file.
+    Missing,
+}
+
+impl Q8Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Q8Status::Current => "current",
+            Q8Status::Stale => "stale",
+            Q8Status::Missing => "missing",
+        }
+    }
+}
+
+/// (length, modification time, inode) of a file: enough to notice a replacement.
+type Fingerprint = (u64, Option<std::time::SystemTime>, u64);
+
+fn q8_fingerprint(dir: &Path) -> Option<Fingerprint> {
+    let m = std::fs::metadata(dir.join(Q8_FILE)).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some((m.len(), m.modified().ok(), ino))
+}
+
+/// Opens `dir/vectors.q8` against `base`: `Ok(None)` when missing or stale, an error when
+/// corrupt.
+fn open_q8(dir: &Path, base: &super::file::VectorReader) -> Result<(Q8Status, Option<Q8Reader>)> {
+    match Q8Reader::open(&dir.join(Q8_FILE), base) {
+        Ok(Q8Open::Current(r)) => Ok((Q8Status::Current, Some(r))),
+        Ok(Q8Open::Stale { .. }) => Ok((Q8Status::Stale, None)),
+        Err(e) if is_not_found(&e) => Ok((Q8Status::Missing, None)),
+        Err(e) => Err(e),
+    }
 }
 
 fn is_not_found(e: &Error) -> bool {
@@ -126,6 +179,8 @@ fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Resul
         appends,
         tombstones,
         base_live,
+        q8: None,
+        q8_seen: None,
     })
 }
 
@@ -206,13 +261,29 @@ impl Snapshot {
         self.state.section_count
     }
 
-    /// The best `limit` live records for `query`, restricted to `allow` when given.
+    /// The best `limit` live records for `query`, restricted to `allow` when given:
+    /// through `vectors.q8` when this snapshot has one, else the exact f32 scan.
     pub fn search(
         &self,
         query: &[f32],
         limit: usize,
         allow: Option<&[KbidHash]>,
         threads: Threads,
+    ) -> Result<Vec<(KbidHash, Score)>> {
+        self.search_with(query, limit, allow, threads, false, None)
+    }
+
+    /// [`Snapshot::search`], with `exact` forcing the f32 scan even when a q8 copy is
+    /// attached, and `candidates` overriding how many q8 candidates are rescored
+    /// (default [`q8::candidates`]`(limit)`); for benchmarks and tests.
+    pub fn search_with(
+        &self,
+        query: &[f32],
+        limit: usize,
+        allow: Option<&[KbidHash]>,
+        threads: Threads,
+        exact: bool,
+        candidates: Option<usize>,
     ) -> Result<Vec<(KbidHash, Score)>> {
         let dims = usize::from(self.state.dimensions);
         if query.len() != dims {
@@ -241,16 +312,28 @@ impl Snapshot {
                 (Some(b), Some(a))
             }
         };
-        let mut parts = vec![Part {
+        let base_part = Part {
             reader: &self.base,
             filter: base_filter.as_ref().or(self.base_live.as_deref()),
-        }];
-        if let Some(a) = &self.appends {
-            parts.push(Part {
-                reader: a,
-                filter: append_filter.as_ref(),
-            });
+        };
+        let append_part = self.appends.as_deref().map(|a| Part {
+            reader: a,
+            filter: append_filter.as_ref(),
+        });
+        if let Some(q8) = self.q8.as_deref().filter(|_| !exact) {
+            let n = candidates.unwrap_or_else(|| q8::candidates(limit));
+            return Ok(q8::search_quantized(
+                &self.base,
+                q8,
+                base_part.filter,
+                append_part,
+                query,
+                limit,
+                n,
+                threads,
+            ));
         }
+        let parts: Vec<Part<'_>> = std::iter::once(base_part).chain(append_part).collect();
         Ok(scan(&parts, query, limit, threads))
     }
 
@@ -271,6 +354,7 @@ impl Snapshot {
         self.meta_bytes.len() as u64
             + self.base.file_len() as u64
             + self.appends.as_ref().map_or(0, |a| a.file_len() as u64)
+            + self.q8.as_ref().map_or(0, |q| q.file_len() as u64)
             + tomb
     }
 }
@@ -281,6 +365,8 @@ pub struct VectorIndex {
     current: RwLock<Arc<Snapshot>>,
     /// Serializes writers within this process (the caller serializes processes).
     pub(super) writer: Mutex<()>,
+    /// Whether searches use `vectors.q8` and writes keep it (`quantized_scan`).
+    quantized: AtomicBool,
 }
 
 /// What `open` does when the meta file is missing or broken.
@@ -338,7 +424,62 @@ impl VectorIndex {
             dir: dir.to_path_buf(),
             current: RwLock::new(Arc::new(snap)),
             writer: Mutex::new(()),
+            quantized: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the quantized scan is on.
+    pub fn quantized(&self) -> bool {
+        self.quantized.load(Ordering::Relaxed)
+    }
+
+    /// Turns the quantized scan on or off for this object. On: searches use
+    /// `vectors.q8` when it is current (an error if it is corrupt), else the exact scan,
+    /// and every write keeps it current (see `update`). Off: searches scan f32 only.
+    pub fn set_quantized(&self, on: bool) -> Result<()> {
+        self.quantized.store(on, Ordering::Relaxed);
+        let cur = self.snapshot();
+        let mut snap = (*cur).clone();
+        snap.q8 = None;
+        snap.q8_seen = None;
+        if on {
+            self.attach_q8(&mut snap, None)?;
+        }
+        self.install(snap);
+        Ok(())
+    }
+
+    /// Attaches `vectors.q8` to `snap` when the quantized scan is on and it is current,
+    /// reusing `prev`'s map when it mirrors the same `vectors.idx`.
+    pub(super) fn attach_q8(&self, snap: &mut Snapshot, prev: Option<&Snapshot>) -> Result<()> {
+        if !self.quantized() {
+            return Ok(());
+        }
+        let crc = snap.base.checksum();
+        let fp = q8_fingerprint(&self.dir);
+        if let Some(p) = prev.filter(|p| p.base.checksum() == crc && p.q8_seen == fp) {
+            snap.q8 = p.q8.clone();
+            snap.q8_seen = p.q8_seen;
+            return Ok(());
+        }
+        let (_, reader) = open_q8(&self.dir, &snap.base)?;
+        snap.q8 = reader.map(Arc::new);
+        snap.q8_seen = fp;
+        Ok(())
+    }
+
+    /// The state on disk (see [`load_snapshot`]), with `vectors.q8` attached when on.
+    pub(super) fn load(&self, prev: Option<&Snapshot>) -> Result<Snapshot> {
+        let mut snap = load_snapshot(&self.dir, prev)?;
+        self.attach_q8(&mut snap, prev)?;
+        Ok(snap)
+    }
+
+    /// What `vectors.q8` on disk is for the current `vectors.idx` (validated; an error
+    /// when it is corrupt).
+    pub fn q8_status(&self) -> Result<Q8Status> {
+        let snap = self.snapshot();
+        Ok(open_q8(&self.dir, &snap.base)?.0)
     }
 
     pub fn dir(&self) -> &Path {
@@ -363,9 +504,17 @@ impl VectorIndex {
         let path = self.dir.join(META_FILE);
         let bytes = std::fs::read(&path).map_err(|e| Error::read(&path, e))?;
         if bytes == cur.meta_bytes {
+            // Another process may have built (or replaced) vectors.q8 meanwhile.
+            if self.quantized() && cur.q8_seen != q8_fingerprint(&self.dir) {
+                let mut snap = (*cur).clone();
+                self.attach_q8(&mut snap, None)?;
+                let changed = snap.q8.is_some() != cur.q8.is_some();
+                self.install(snap);
+                return Ok(changed);
+            }
             return Ok(false);
         }
-        let snap = load_snapshot(&self.dir, Some(&cur))?;
+        let snap = self.load(Some(&cur))?;
         let changed = snap.meta_bytes != cur.meta_bytes;
         self.install(snap);
         Ok(changed)
@@ -391,6 +540,11 @@ impl VectorIndex {
                     r.path().display()
                 ));
             }
+        }
+        // vectors.q8 is checked whenever it exists: a stale one is not a problem (it is
+        // ignored and replaced), a damaged one is.
+        if let Err(e) = open_q8(&self.dir, &snap.base) {
+            problems.push(e.to_string());
         }
         problems
     }

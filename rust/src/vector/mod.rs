@@ -12,6 +12,8 @@
 //!                             KBVX format, sorted, no duplicates (see `file`)
 //! vectors-del.<gen:x>.tomb    kbids whose `vectors.idx` record is dead: deleted, or
 //!                             superseded by an append (see `tombstone`)
+//! vectors.q8                  optional int8 copy of `vectors.idx` for the quantized
+//!                             scan, naming its source by crc32 (see `q8`)
 //! .vectors*.tmp-<pid>-<n>     a write in progress; removed by the next write
 //! ```
 //!
@@ -37,6 +39,7 @@ mod filter;
 mod index;
 pub mod kernel;
 mod meta;
+pub mod q8;
 mod scan;
 mod tombstone;
 mod topk;
@@ -44,7 +47,7 @@ mod update;
 
 pub use file::{RecordWriter, VectorReader, HEADER_LEN, MAGIC};
 pub use filter::Bitset;
-pub use index::{OpenMode, Snapshot, VectorIndex};
+pub use index::{OpenMode, Q8Status, Snapshot, VectorIndex};
 pub use meta::{Meta, VectorState, META_FILE};
 pub use scan::{scan, stream_read, Part, Threads, PARALLEL_MIN_RECORDS};
 pub use tombstone::{read_tombstones, tombstones_to_bytes};

@@ -163,7 +163,7 @@ pub fn scan(parts: &[Part<'_>], q: &[f32], k: usize, threads: Threads) -> Vec<(K
     run_on(threads, run)
 }
 
-fn run_on<T: Send>(threads: Threads, run: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn run_on<T: Send>(threads: Threads, run: impl FnOnce() -> T + Send) -> T {
     match threads {
         Threads::Exactly(n) => match pool(n) {
             Some(p) => p.install(run),

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::PoisonError;
 
 use super::file::{records_to_bytes, RecordWriter};
-use super::index::{load_snapshot, Snapshot};
+use super::index::Snapshot;
 use super::meta::{
     append_file, format_crc, is_side_or_temp_file, now_iso8601, tombstone_file, Meta, VectorState,
     BASE_FILE,
@@ -59,10 +59,19 @@ pub struct Staged {
 }
 
 /// Writes to `file` in chunks of exactly [`WRITE_CHUNK_BYTES`] (the last one shorter), so
-/// every write starts at an aligned offset.
-struct ChunkWriter {
-    file: File,
+/// every write starts at an aligned offset (also used for `vectors.q8`).
+pub(super) struct ChunkWriter {
+    pub(super) file: File,
     buf: Vec<u8>,
+}
+
+impl ChunkWriter {
+    pub(super) fn new(file: File) -> ChunkWriter {
+        ChunkWriter {
+            file,
+            buf: Vec::with_capacity(WRITE_CHUNK_BYTES),
+        }
+    }
 }
 
 impl Write for ChunkWriter {
@@ -248,13 +257,49 @@ pub(super) fn publish_reset(dir: &Path, model_name: &str, dimensions: u16) -> Re
     let staged = Staged::write(dir, dimensions, 0, std::iter::empty())?;
     let mut state = VectorState::empty(model_name, dimensions, staged.checksum());
     state.generation = old.as_ref().map_or(1, next_generation);
-    publish_base(dir, staged, state, None).map(drop)
+    publish_base(dir, staged, state, None)?;
+    super::q8::remove(dir);
+    Ok(())
 }
 
 impl VectorIndex {
     /// The state on disk, reusing this object's maps where the files are unchanged.
     fn fresh(&self) -> Result<Snapshot> {
-        load_snapshot(&self.dir, Some(&self.snapshot()))
+        self.load(Some(&self.snapshot()))
+    }
+
+    /// Builds `vectors.q8` for the installed snapshot's `vectors.idx` when the quantized
+    /// scan is on and it is missing or stale; true if it built one. The caller holds the
+    /// writer lock.
+    fn sync_q8_locked(&self) -> Result<bool> {
+        let snap = self.snapshot();
+        if !self.quantized() || snap.q8.is_some() {
+            return Ok(false);
+        }
+        super::q8::build(&self.dir, &snap.base)?;
+        let mut fresh = (*snap).clone();
+        self.attach_q8(&mut fresh, None)?;
+        self.install(fresh);
+        Ok(true)
+    }
+
+    /// After `vectors.idx` was replaced: a new `vectors.q8` when the quantized scan is
+    /// on, else the old one is removed (it mirrors a `vectors.idx` that is gone).
+    fn after_base_replaced(&self) -> Result<()> {
+        if self.quantized() {
+            self.sync_q8_locked().map(drop)
+        } else {
+            super::q8::remove(&self.dir);
+            Ok(())
+        }
+    }
+
+    /// Builds `vectors.q8` now if the quantized scan is on and it is missing or stale
+    /// (turning the option on for an existing index); true if it built one.
+    pub fn ensure_quantized(&self) -> Result<bool> {
+        let _w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.install(self.fresh()?);
+        self.sync_q8_locked()
     }
 
     /// Learn-time additions: `vectors` holds `kbids.len()` vectors of `dimensions`
@@ -346,14 +391,14 @@ impl VectorIndex {
         };
         meta.write(&self.dir)?;
         cleanup(&self.dir, &meta);
-        let snap = load_snapshot(&self.dir, Some(cur))?;
+        let snap = self.load(Some(cur))?;
         let side = u64::from(snap.state.append_count) + u64::from(snap.state.tombstone_count);
         let due = side > compaction_threshold(snap.state.record_count);
         self.install(snap);
         if due {
             self.compact_locked(true)?;
         }
-        Ok(())
+        self.sync_q8_locked().map(drop)
     }
 
     /// Replaces the whole index (a rebuild): `vectors.idx` sorted from `kbids` and
@@ -402,8 +447,11 @@ impl VectorIndex {
             tombstone_count: 0,
         };
         publish_base(&self.dir, staged, state, old_state)?;
-        self.install(load_snapshot(&self.dir, None)?);
-        Ok(())
+        // The old vectors.q8 mirrors the replaced vectors.idx (and may be what a rebuild
+        // is repairing): gone before the new snapshot looks for one.
+        super::q8::remove(&self.dir);
+        self.install(self.load(None)?);
+        self.after_base_replaced()
     }
 
     /// Folds the side files into a new `vectors.idx` when they passed the threshold, or
@@ -439,7 +487,9 @@ impl VectorIndex {
         state.tombstones = None;
         state.tombstone_count = 0;
         publish_base(&self.dir, staged, state, Some(cur.state.clone()))?;
-        self.install(load_snapshot(&self.dir, Some(&cur))?);
+        super::q8::remove(&self.dir);
+        self.install(self.load(Some(&cur))?);
+        self.after_base_replaced()?;
         Ok(true)
     }
 }
