@@ -211,7 +211,7 @@ _DOCS = {
     "embedding.api_key_env": 'provider "api": environment variable holding the key (never stored)',
     "embedding.model_path": 'provider "onnx": folder with model.onnx and tokenizer.json',
     "embedding.threads": 'provider "onnx": inference threads, 0 = automatic',
-    "embedding.quantized": 'provider "onnx": use the int8 model where one is available',
+    "embedding.quantized": 'provider "onnx": embed with an int8 model built from the fp32 one',
     "embedding.quantized_scan": "vector search scans an int8 copy, then rescores exactly",
     "embedding.batch_size": "texts per embedding call",
     "search.k1": "BM25F term-frequency saturation",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -161,22 +160,3 @@ def test_quantized_uses_a_shipped_int8_file(model_files: ModelFiles, tmp_path: P
     assert provider.embed(["x"]).shape == (1, 384)
     assert provider.load().model == files.directory / "model_quantized.onnx"
     assert provider.model_name() == "all-MiniLM-L6-v2+int8"  # its vectors differ: stale
-
-
-def test_quantized_builds_and_caches_an_int8_model(model_files: ModelFiles, tmp_path: Path) -> None:
-    files = _folder_with(tmp_path, model_files)
-    cache = tmp_path / "cache"
-    provider = OnnxEmbeddingProvider(files, quantized=True, quantized_dir=cache)
-    if importlib.util.find_spec("onnx") is None:
-        # onnxruntime.quantization needs the onnx package; the error says how to get one.
-        with pytest.raises(ModelNotAvailableError, match="quantized model") as err:
-            provider.embed(["x"])
-        assert "pip install onnx" in str(err.value)
-        assert not cache.exists() or not list(cache.iterdir())
-        return
-    fp32 = OnnxEmbeddingProvider(files).embed(["the cat sat on the mat", "stock markets fell"])
-    int8 = provider.embed(["the cat sat on the mat", "stock markets fell"])
-    built = provider.load().model
-    assert built.parent == cache and built.name.startswith("model_int8-")
-    assert [p.name for p in cache.iterdir()] == [built.name]  # no temporary file left
-    assert cosines(fp32, int8).min() > 0.95
