@@ -44,6 +44,7 @@ from common import (  # noqa: E402
     latency_stats,
     print_table,
     ratio,
+    read_result,
     sha256,
     version,
     write_result,
@@ -55,6 +56,9 @@ BATCH = 64
 NAIVE_LEN = 128
 GOAL_VS_ST = 2.0
 GOAL_COSINE = 0.9999
+MAX_NDCG_LOSS = 0.005  # issue 7: int8 becomes the default only within this SciFact loss
+DEFAULT_FP32_KB = Path("/tmp/kbdb-bench-cache/scifact-minilm")  # shared with bench_vector_scan
+DEFAULT_INT8_KB = Path("/tmp/kbdb-bench-cache/scifact-minilm-int8")
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -152,6 +156,96 @@ def race(systems: dict[str, Embed], texts: Sequence[str], rounds: int) -> dict[s
     return {"sps": rate, "kbdb_vs": vs, "cosine_to_kbdb_mean": cos, "cosine_to_kbdb_min": cos_min}
 
 
+def build_int8(files: ModelFiles) -> tuple[dict[str, Any], ModelFiles]:
+    """Build the int8 model from scratch (timed) in a fresh cache, as a first
+    ``quantized = true`` use does; the files of the result."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from kbdb.embedding.quantize import RECIPE, int8_model
+
+    cache = Path(tempfile.mkdtemp(prefix="kbdb-bench-int8-"))
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    t0 = time.perf_counter()
+    path = int8_model(files, cache_dir=cache)
+    build_s = time.perf_counter() - t0
+    info = {"recipe": RECIPE, "build_s": build_s, "bytes": path.stat().st_size}
+    return info, ModelFiles(path, files.tokenizer)
+
+
+def scifact_ndcg(fp32_kb: Path, int8_kb: Path, model: Path) -> dict[str, Any]:
+    """SciFact nDCG@10 (vector and hybrid, test split) of the fp32 and the int8 model:
+    ``kbdb.eval.run_eval`` (what ``kbdb eval`` does), one persistent knowledge base per
+    model (their vectors differ), learned and embedded on first use, reused afterwards."""
+    from kbdb.eval import run_eval
+
+    base = {"embedding.provider": "onnx", "embedding.model_path": str(model)}
+    out: dict[str, Any] = {"fp32_kb": str(fp32_kb), "int8_kb": str(int8_kb)}
+    for label, kb in (("fp32", fp32_kb), ("int8", int8_kb)):
+        kb.parent.mkdir(parents=True, exist_ok=True)
+        settings = {**base, "embedding.quantized": str(label == "int8").lower()}
+        for mode in ("vector", "hybrid"):
+            t0 = time.perf_counter()
+            report = run_eval(
+                SCIFACT / "corpus.jsonl",
+                SCIFACT / "queries.jsonl",
+                SCIFACT / "qrels",
+                mode=mode,
+                db=kb,
+                settings=settings,
+                split="test",
+            )
+            out[f"{mode}_{label}"] = {
+                "ndcg@10": report.ndcg_at_10,
+                "recall@100": report.recall_at_100,
+                "queries": report.queries,
+                "seconds": time.perf_counter() - t0,
+            }
+            print(f"SciFact {mode} {label}: nDCG@10 {report.ndcg_at_10:.4f}", flush=True)
+    for mode in ("vector", "hybrid"):
+        out[f"{mode}_ndcg_delta"] = out[f"{mode}_int8"]["ndcg@10"] - out[f"{mode}_fp32"]["ndcg@10"]
+    worst = min(out["vector_ndcg_delta"], out["hybrid_ndcg_delta"])
+    out["max_loss"] = -worst
+    out["default_rule"] = f"quantized on by default only if the nDCG@10 loss <= {MAX_NDCG_LOSS}"
+    out["rule_met"] = -worst <= MAX_NDCG_LOSS
+    return out
+
+
+def headline(runs: list[dict[str, Any]], sci: dict[str, Any] | None) -> list[dict[str, str]]:
+    """README rows: 1-thread throughput of fp32 and int8 next to sentence-transformers, and
+    the SciFact nDCG@10 change int8 brings."""
+    rows = []
+    for r in runs:
+        if r["threads"] != 1:
+            continue
+        sps = r["sps"]
+        st = sps.get("sentence-transformers")
+        rows.append(
+            {
+                "what": f"embedding, SciFact {r['workload']}, 1 thread (sentences/s)",
+                "kbdb": f"fp32 {sps['kbdb']:.1f}; int8 {sps['kbdb-int8']:.1f} "
+                f"({sps['kbdb-int8'] / sps['kbdb']:.2f}× fp32, {sps['kbdb-int8'] / st:.2f}× s-t)"
+                if st
+                else f"fp32 {sps['kbdb']:.1f}; int8 {sps['kbdb-int8']:.1f}",
+                "peers": f"sentence-transformers {st:.1f}" if st else "sentence-transformers —",
+            }
+        )
+    if sci:
+        rows.append(
+            {
+                "what": "SciFact nDCG@10, `quantized = true` (int8 model) vs fp32",
+                "kbdb": f"vector {sci['vector_fp32']['ndcg@10']:.4f} → "
+                f"{sci['vector_int8']['ndcg@10']:.4f} (Δ {sci['vector_ndcg_delta']:+.4f}), "
+                f"hybrid {sci['hybrid_fp32']['ndcg@10']:.4f} → "
+                f"{sci['hybrid_int8']['ndcg@10']:.4f} (Δ {sci['hybrid_ndcg_delta']:+.4f})",
+                "peers": f"default on only if loss ≤ {MAX_NDCG_LOSS}: "
+                + ("met, on" if sci["rule_met"] else "not met, off"),
+            }
+        )
+    return rows
+
+
 def each(fn: Callable[[str], Any], items: Sequence[str]) -> list[float]:
     """Wall time of ``fn(item)`` per item, after one untimed call."""
     fn(items[0])
@@ -169,6 +263,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1, help="passes per system; best counts")
     ap.add_argument("--queries", type=int, default=100, help="queries for the latency")
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts")
+    ap.add_argument("--fp32-kb", type=Path, default=DEFAULT_FP32_KB, help="SciFact KB, fp32")
+    ap.add_argument("--int8-kb", type=Path, default=DEFAULT_INT8_KB, help="SciFact KB, int8")
+    ap.add_argument("--skip-ndcg", action="store_true", help="skip SciFact nDCG@10 fp32 vs int8")
     args = ap.parse_args()
 
     folder = model_dir()
@@ -184,6 +281,12 @@ def main() -> int:
     golden = np.load(folder / "reference_embeddings.npz", allow_pickle=False)
     first = OnnxEmbeddingProvider(files, threads=1)
     gold = cosine_rows(first.embed([str(s) for s in golden["sentences"]]), golden["embeddings"])
+    int8_info, int8_files = build_int8(files)
+    int8_first = OnnxEmbeddingProvider(int8_files, threads=1)
+    gold8 = cosine_rows(
+        int8_first.embed([str(s) for s in golden["sentences"]]), golden["embeddings"]
+    )
+    int8_info["golden_cosine"] = {"min": float(gold8.min()), "mean": float(gold8.mean())}
 
     runs: list[dict[str, Any]] = []
     latency: list[dict[str, Any]] = []
@@ -191,9 +294,12 @@ def main() -> int:
     for threads in [int(t) for t in args.threads.split(",")]:
         kbdb = OnnxEmbeddingProvider(files, threads=threads, batch_size=BATCH)
         kbdb.embed(abstracts[:BATCH])  # session load and warm-up, untimed
+        int8 = OnnxEmbeddingProvider(int8_files, threads=threads, batch_size=BATCH)
+        int8.embed(abstracts[:BATCH])
         naive = Naive(files, threads)
         systems: dict[str, Embed] = {
             "kbdb": kbdb.embed,
+            "kbdb-int8": int8.embed,
             "naive-128": naive.embed,
             "naive-256": Naive(files, threads, length=256).embed,
         }
@@ -208,8 +314,9 @@ def main() -> int:
             rates = ", ".join(f"{k} {fmt(v)}" for k, v in row["sps"].items())
             print(f"  {threads} thread(s), {name}: {rates} sentences/s", flush=True)
         ours = latency_stats(each(lambda q, p=kbdb: p.embed([q]), queries))
+        ours8 = latency_stats(each(lambda q, p=int8: p.embed([q]), queries))
         theirs = latency_stats(each(lambda q, p=naive: p.embed([q]), queries[:20]))
-        latency.append({"threads": threads, "kbdb": ours, "naive-128": theirs})
+        latency.append({"threads": threads, "kbdb": ours, "kbdb-int8": ours8, "naive-128": theirs})
 
     peers = ["naive-128", "naive-256", "sentence-transformers"]
     rows = []
@@ -249,6 +356,40 @@ def main() -> int:
             for x in latency
         ],
     )
+    print_table(
+        "int8 (quantized = true) vs fp32, same run (sentences/s; cosine to fp32 vectors)",
+        ["workload", "threads", "fp32", "int8", "int8 / fp32", "int8 / s-t", "cos mean", "cos min"],
+        [
+            [
+                r["workload"],
+                r["threads"],
+                r["sps"]["kbdb"],
+                r["sps"]["kbdb-int8"],
+                ratio(r["sps"]["kbdb-int8"], r["sps"]["kbdb"]),
+                ratio(r["sps"]["kbdb-int8"], r["sps"].get("sentence-transformers") or 0.0),
+                r["cosine_to_kbdb_mean"]["kbdb-int8"],
+                r["cosine_to_kbdb_min"]["kbdb-int8"],
+            ]
+            for r in runs
+        ],
+    )
+    print(
+        f"int8 model: built in {int8_info['build_s']:.1f} s, {int8_info['bytes'] / 1e6:.1f} MB "
+        f"(fp32 {files.model.stat().st_size / 1e6:.1f} MB); cosine to the golden vectors min "
+        f"{gold8.min():.4f}, mean {gold8.mean():.4f}"
+    )
+    if args.skip_ndcg:
+        previous = read_result("embed") or {}
+        int8_info["scifact"] = previous.get("int8", {}).get("scifact")  # kept, not re-measured
+    else:
+        int8_info["scifact"] = scifact_ndcg(args.fp32_kb, args.int8_kb, folder)
+    sci = int8_info["scifact"]
+    if sci:
+        print(
+            f"SciFact nDCG@10 int8 - fp32: vector {sci['vector_ndcg_delta']:+.4f}, hybrid "
+            f"{sci['hybrid_ndcg_delta']:+.4f} (default on only if the loss <= {MAX_NDCG_LOSS}: "
+            f"{'met' if sci['rule_met'] else 'not met'})"
+        )
     for r in runs:
         vs_st = r["kbdb_vs"].get("sentence-transformers")
         if vs_st is not None:
@@ -295,6 +436,8 @@ def main() -> int:
             "session_load_s": session_s,
             "throughput": runs,
             "query_latency": latency,
+            "int8": int8_info,
+            "headline": headline(runs, int8_info["scifact"]),
         },
     )
     print(f"wrote {path.relative_to(ROOT)}")
