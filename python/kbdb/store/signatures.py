@@ -59,15 +59,20 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM neardup_sections")
 
 
-def insert(conn: sqlite3.Connection, kbid: str, blob: bytes) -> None:
-    """Store one section's band keys (``blob``: little-endian int64)."""
-    sid = conn.execute(
-        "INSERT INTO neardup_sections(kbid, bands) VALUES (?, ?)", (kbid, blob)
-    ).lastrowid
+def insert_many(conn: sqlite3.Connection, rows: Sequence[tuple[str, bytes]]) -> None:
+    """Store sections' band keys (``(kbid, blob)``, ``blob``: little-endian int64) with two
+    ``executemany``. The ids are those one ``INSERT`` each would get (``MAX(id) + 1`` on,
+    the writer lock is held), and the bucket rows go in key order, the table's own."""
+    if not rows:
+        return
+    (top,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM neardup_sections").fetchone()
+    ids = range(top + 1, top + 1 + len(rows))
     conn.executemany(
-        "INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)",
-        [(k, sid) for k in _keys(blob)],
+        "INSERT INTO neardup_sections(id, kbid, bands) VALUES (?, ?, ?)",
+        [(sid, kbid, blob) for sid, (kbid, blob) in zip(ids, rows, strict=True)],
     )
+    bands = sorted((k, sid) for sid, (_, blob) in zip(ids, rows, strict=True) for k in _keys(blob))
+    conn.executemany("INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)", bands)
 
 
 def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
@@ -93,22 +98,50 @@ def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
 
 def live_candidates(conn: sqlite3.Connection, kbid: str, *, per_band: int, limit: int) -> list[str]:
     """Live sections sharing at least one band key with ``kbid`` (itself excluded), those
-    sharing the most bands first. At most ``per_band`` members are read from each bucket
-    and ``limit`` returned, so a bucket of thousands of near-identical sections costs the
-    same as a small one."""
-    row = conn.execute("SELECT id, bands FROM neardup_sections WHERE kbid = ?", (kbid,)).fetchone()
-    if row is None:
-        return []
-    sid, blob = row
-    shared: dict[int, int] = {}
-    for key in _keys(blob):
-        for (other,) in conn.execute(
-            "SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?", (key, sid, per_band)
-        ):
+    sharing the most bands first (``live_candidates_many`` of one)."""
+    return live_candidates_many(conn, [kbid], per_band=per_band, limit=limit).get(kbid, [])
+
+
+def _bucket_sql(bands: int) -> str:
+    """One statement for all of a section's buckets: ``bands`` limited reads, concatenated
+    (the same rows as one query per band, in one round trip)."""
+    one = "SELECT * FROM (SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?)"
+    return " UNION ALL ".join([one] * bands)
+
+
+def live_candidates_many(
+    conn: sqlite3.Connection, kbids: Sequence[str], *, per_band: int, limit: int
+) -> dict[str, list[str]]:
+    """For each of ``kbids``: the live sections sharing at least one band key with it
+    (itself excluded), those sharing the most bands first; kbids without any are left out.
+    At most ``per_band`` members are read from each bucket and ``limit`` kept, so a bucket
+    of thousands of near-identical sections costs the same as a small one. Round trips:
+    one per section for its buckets, one per ``_CHUNK`` sections for the rest."""
+    signed: list[tuple[str, int, bytes]] = []
+    for i in range(0, len(kbids), _CHUNK):
+        part = tuple(kbids[i : i + _CHUNK])
+        marks = ",".join("?" * len(part))
+        signed += conn.execute(
+            f"SELECT kbid, id, bands FROM neardup_sections WHERE kbid IN ({marks})", part
+        ).fetchall()
+    ranked: dict[str, list[int]] = {}
+    for kbid, sid, blob in signed:
+        keys = _keys(blob)
+        params = [v for key in keys for v in (key, sid, per_band)]
+        shared: dict[int, int] = {}
+        for (other,) in conn.execute(_bucket_sql(len(keys)), params):
             shared[other] = shared.get(other, 0) + 1
-    best = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
-    names = live_kbids_of_ids(conn, best)
-    return [names[i] for i in best if i in names]
+        if shared:
+            ranked[kbid] = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
+    if not ranked:
+        return {}
+    names = live_kbids_of_ids(conn, sorted({i for best in ranked.values() for i in best}))
+    out: dict[str, list[str]] = {}
+    for kbid, best in ranked.items():
+        live = [names[i] for i in best if i in names]
+        if live:
+            out[kbid] = live
+    return out
 
 
 def buckets(conn: sqlite3.Connection) -> Iterator[list[int]]:
