@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
+import struct
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pytest
 from tests import neardup_reference as ref
 from tests.test_neardup import CORPORA
 
+import kbdb
 from kbdb import _core, neardup
+from kbdb.store import signatures as sig
 
 SCIFACT = CORPORA.parent / "datasets" / "scifact" / "corpus.jsonl"
 SAMPLES = [
@@ -97,3 +102,61 @@ def test_verification_sets_are_sorted_distinct() -> None:
     (sh,) = neardup.shingles_many(["b a b a b a c"])
     assert list(sh) == sorted(set(sh.tolist())) and len(sh) == 3
     assert neardup.shingles_many(["", "!!"])[0].size == 0
+
+
+# -- the batched SQL side -----------------------------------------------------------------
+
+
+def _one_query_per_band(
+    conn: sqlite3.Connection, kbid: str, per_band: int, limit: int
+) -> list[str]:
+    """The candidate read as it was: one ``LIMIT``ed query per band key."""
+    row = conn.execute("SELECT id, bands FROM neardup_sections WHERE kbid = ?", (kbid,)).fetchone()
+    if row is None:
+        return []
+    sid, blob = row
+    shared: dict[int, int] = {}
+    for key in struct.unpack(f"<{len(blob) // 8}q", blob):
+        for (other,) in conn.execute(
+            "SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?", (key, sid, per_band)
+        ):
+            shared[other] = shared.get(other, 0) + 1
+    best = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
+    names = sig.live_kbids_of_ids(conn, best)
+    return [names[i] for i in best if i in names]
+
+
+def test_batched_candidates_equal_one_query_per_band(kb: kbdb.KnowledgeBase) -> None:
+    """Buckets larger than ``per_band`` (300 near-identical tickets), pairs, singletons and a
+    retired section: the batched read returns what one query per band returned."""
+    para = " ".join(corpus_texts()[0].split()[:80])
+    items = [kbdb.LearnItem(f"{para} Ticket {i}.", docid=f"t{i}") for i in range(300)]
+    items += [kbdb.LearnItem(t, docid=f"c{i}") for i, t in enumerate(corpus_texts()[1:200])]
+    items += [kbdb.LearnItem(corpus_texts()[1] + " One more line.", docid="dup")]
+    report = kb.learn_many(items)
+    kbids = list(dict.fromkeys(s.kbid for s in report.sections))
+    kb.forget(kbids[5])
+    conn = sqlite3.connect(kb.path / "kb.sqlite")
+    try:
+        for per_band, limit in ((64, 100), (3, 5), (1, 1)):
+            got = sig.live_candidates_many(conn, kbids, per_band=per_band, limit=limit)
+            for k in kbids:
+                assert got.get(k, []) == _one_query_per_band(conn, k, per_band, limit), k
+        assert sum(1 for k in kbids if got.get(k)) > 300
+    finally:
+        conn.close()
+
+
+def test_insert_many_ids_follow_one_insert_each(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "t.sqlite")
+    sig.ensure_tables(conn)
+    blobs = neardup.batch_band_keys(["alpha beta gamma", "delta epsilon", "alpha beta gamma"])
+    conn.execute("INSERT INTO neardup_sections(kbid, bands) VALUES ('first', x'')")
+    sig.insert_many(conn, [(f"k{i}", b) for i, b in enumerate(blobs) if b is not None])
+    ids = conn.execute("SELECT id, kbid FROM neardup_sections ORDER BY id").fetchall()
+    assert ids == [(1, "first"), (2, "k0"), (3, "k1"), (4, "k2")]
+    shared = conn.execute(
+        "SELECT COUNT(*) FROM neardup_bands WHERE id IN (2, 4) GROUP BY key HAVING COUNT(*) = 2"
+    ).fetchall()
+    assert len(shared) == neardup.BANDS  # identical texts share every bucket
+    conn.close()

@@ -12,6 +12,7 @@ made before they existed opens unchanged and is backfilled by ``kbdb.neardup.cat
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
@@ -102,11 +103,24 @@ def live_candidates(conn: sqlite3.Connection, kbid: str, *, per_band: int, limit
     return live_candidates_many(conn, [kbid], per_band=per_band, limit=limit).get(kbid, [])
 
 
-def _bucket_sql(bands: int) -> str:
-    """One statement for all of a section's buckets: ``bands`` limited reads, concatenated
-    (the same rows as one query per band, in one round trip)."""
-    one = "SELECT * FROM (SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?)"
-    return " UNION ALL ".join([one] * bands)
+_BUCKETS_SQL = (
+    "SELECT j.value, (SELECT group_concat(id) FROM (SELECT id FROM neardup_bands"
+    " WHERE key = j.value ORDER BY id LIMIT ?)) FROM json_each(?) j"
+)
+"""The first members (by id) of each bucket whose key is in a JSON array: one statement
+for thousands of buckets, each read through the primary key with its own ``LIMIT``."""
+_KEYS_PER_STATEMENT = 8_192
+
+
+def _bucket_heads(conn: sqlite3.Connection, keys: Sequence[int], n: int) -> dict[int, list[int]]:
+    """The ``n`` smallest member ids of each bucket in ``keys`` (sorted keys read in key
+    order, the table's own)."""
+    out: dict[int, list[int]] = {}
+    for i in range(0, len(keys), _KEYS_PER_STATEMENT):
+        part = json.dumps(list(keys[i : i + _KEYS_PER_STATEMENT]))
+        for key, ids in conn.execute(_BUCKETS_SQL, (n, part)):
+            out[key] = sorted(int(x) for x in ids.split(",")) if ids else []
+    return out
 
 
 def live_candidates_many(
@@ -114,9 +128,10 @@ def live_candidates_many(
 ) -> dict[str, list[str]]:
     """For each of ``kbids``: the live sections sharing at least one band key with it
     (itself excluded), those sharing the most bands first; kbids without any are left out.
-    At most ``per_band`` members are read from each bucket and ``limit`` kept, so a bucket
-    of thousands of near-identical sections costs the same as a small one. Round trips:
-    one per section for its buckets, one per ``_CHUNK`` sections for the rest."""
+    At most ``per_band`` members are read from each bucket (the first by id, itself not
+    counted) and ``limit`` kept, so a bucket of thousands of near-identical sections costs
+    the same as a small one. Each distinct bucket is read once, in a few statements for the
+    whole batch."""
     signed: list[tuple[str, int, bytes]] = []
     for i in range(0, len(kbids), _CHUNK):
         part = tuple(kbids[i : i + _CHUNK])
@@ -124,13 +139,14 @@ def live_candidates_many(
         signed += conn.execute(
             f"SELECT kbid, id, bands FROM neardup_sections WHERE kbid IN ({marks})", part
         ).fetchall()
+    keys = [(kbid, sid, _keys(blob)) for kbid, sid, blob in signed]
+    heads = _bucket_heads(conn, sorted({k for _, _, ks in keys for k in ks}), per_band + 1)
     ranked: dict[str, list[int]] = {}
-    for kbid, sid, blob in signed:
-        keys = _keys(blob)
-        params = [v for key in keys for v in (key, sid, per_band)]
+    for kbid, sid, ks in keys:
         shared: dict[int, int] = {}
-        for (other,) in conn.execute(_bucket_sql(len(keys)), params):
-            shared[other] = shared.get(other, 0) + 1
+        for key in ks:
+            for other in [i for i in heads.get(key, ()) if i != sid][:per_band]:
+                shared[other] = shared.get(other, 0) + 1
         if shared:
             ranked[kbid] = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
     if not ranked:
