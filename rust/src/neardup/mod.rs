@@ -182,15 +182,7 @@ pub fn shingle_hashes(th: &[u64], out: &mut Vec<u64>) {
         out.push(acc);
         return;
     }
-    out.extend(th.windows(SHINGLE).map(|w| {
-        let mut acc = SHINGLE as u64;
-        for &v in w {
-            acc = acc.wrapping_mul(FNV).wrapping_add(v);
-        }
-        acc ^= acc >> 29;
-        acc = acc.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        acc ^ (acc >> 32)
-    }));
+    out.extend(th.windows(SHINGLE).map(shingle_of));
 }
 
 /// The sorted, distinct shingle hashes of `text` (empty: no tokens).
@@ -231,20 +223,25 @@ fn minhash_avx512(sh: &[u64], sig: &mut [u64; PERMS]) {
     minhash_into(sh, sig)
 }
 
-/// `PERMS` MinHash values of a non-empty shingle list (duplicates do not change a minimum).
-pub fn minhash(sh: &[u64]) -> [u64; PERMS] {
-    let mut sig = [u64::MAX; PERMS];
+/// Folds `sh` into the running minima `sig`.
+fn minhash_update(sh: &[u64], sig: &mut [u64; PERMS]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
         {
             // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { minhash_avx512(sh, &mut sig) };
-            return sig;
+            unsafe { minhash_avx512(sh, sig) };
+            return;
         }
     }
-    minhash_into(sh, &mut sig);
+    minhash_into(sh, sig);
+}
+
+/// `PERMS` MinHash values of a non-empty shingle list (duplicates do not change a minimum).
+pub fn minhash(sh: &[u64]) -> [u64; PERMS] {
+    let mut sig = [u64::MAX; PERMS];
+    minhash_update(sh, &mut sig);
     sig
 }
 
@@ -265,22 +262,58 @@ pub fn band_keys_of(sig: &[u64; PERMS]) -> BandKeys {
     keys
 }
 
-/// The band keys of `text`, or None when it has no tokens.
-pub fn band_keys(text: &str) -> Option<BandKeys> {
-    let mut th = Vec::new();
-    let mut sh = Vec::new();
-    band_keys_with(text, &mut th, &mut sh)
+/// Shingles per MinHash update: the buffer between the token stream and the vectorised
+/// loop, so a section of any size is signed in bounded memory.
+const SIGN_CHUNK: usize = 1024;
+
+/// The hash of one run of `SHINGLE` token hashes.
+#[inline]
+fn shingle_of(window: &[u64]) -> u64 {
+    let mut acc = SHINGLE as u64;
+    for &v in window {
+        acc = acc.wrapping_mul(FNV).wrapping_add(v);
+    }
+    acc ^= acc >> 29;
+    acc = acc.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    acc ^ (acc >> 32)
 }
 
-fn band_keys_with(text: &str, th: &mut Vec<u64>, sh: &mut Vec<u64>) -> Option<BandKeys> {
-    th.clear();
-    sh.clear();
-    token_hashes(text, th);
-    shingle_hashes(th, sh);
-    if sh.is_empty() {
-        return None;
+/// The band keys of `text`, or None when it has no tokens. Streams: tokens are hashed,
+/// shingled and folded into the MinHash as they come, `SIGN_CHUNK` shingles at a time.
+pub fn band_keys(text: &str) -> Option<BandKeys> {
+    let mut buf = Vec::with_capacity(SIGN_CHUNK);
+    band_keys_with(text, &mut buf)
+}
+
+fn band_keys_with(text: &str, buf: &mut Vec<u64>) -> Option<BandKeys> {
+    buf.clear();
+    let mut sig = [u64::MAX; PERMS];
+    let mut window = [0u64; SHINGLE];
+    let mut n = 0usize;
+    for_each_token(text, |t| {
+        let h = u64::from(crc32fast::hash(t.as_bytes()));
+        if n < SHINGLE {
+            window[n] = h;
+        } else {
+            window.copy_within(1.., 0);
+            window[SHINGLE - 1] = h;
+        }
+        n += 1;
+        if n >= SHINGLE {
+            buf.push(shingle_of(&window));
+            if buf.len() == SIGN_CHUNK {
+                minhash_update(buf, &mut sig);
+                buf.clear();
+            }
+        }
+    });
+    match n {
+        0 => return None,
+        n if n < SHINGLE => shingle_hashes(&window[..n], buf),
+        _ => {}
     }
-    Some(band_keys_of(&minhash(sh)))
+    minhash_update(buf, &mut sig);
+    Some(band_keys_of(&sig))
 }
 
 /// `band_keys` of many texts, in parallel (rayon), in input order.
@@ -288,10 +321,10 @@ pub fn batch_band_keys<S: AsRef<str> + Sync>(texts: &[S]) -> Vec<Option<BandKeys
     texts
         .par_chunks(PAR_CHUNK)
         .flat_map_iter(|chunk| {
-            let (mut th, mut sh) = (Vec::new(), Vec::new());
+            let mut buf = Vec::with_capacity(SIGN_CHUNK);
             chunk
                 .iter()
-                .map(|t| band_keys_with(t.as_ref(), &mut th, &mut sh))
+                .map(|t| band_keys_with(t.as_ref(), &mut buf))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -361,6 +394,19 @@ mod tests {
         assert_eq!(sh.len(), 3); // "a b", "b a", "b c"
         assert_eq!(band_keys("a b a b c"), band_keys("a b a b a b c"));
         assert_ne!(band_keys("a b c"), band_keys("c b a"));
+    }
+
+    #[test]
+    fn streaming_keys_equal_keys_of_the_shingle_list() {
+        let long: String = (0..5000).map(|i| format!("w{} ", i % 777)).collect();
+        for text in ["one", "one two", "a b c d e f", long.as_str()] {
+            let sh = shingles(text);
+            assert_eq!(
+                band_keys(text),
+                Some(band_keys_of(&minhash(&sh))),
+                "{text:.20}"
+            );
+        }
     }
 
     #[test]
