@@ -1,7 +1,8 @@
 """Type stubs for the Rust engine, ``kbdb._core``.
 
 This file is the contract between the Python package and the Rust crate. Only
-``kbdb.search`` and ``kbdb.store`` import ``kbdb._core``.
+``kbdb.search``, ``kbdb.store`` and ``kbdb.neardup`` (the near-duplicate signer) import
+``kbdb._core``.
 
 Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError`` (code
 ``INDEX_CORRUPT``) for a bad magic, version, checksum, size or truncation;
@@ -24,6 +25,11 @@ __all__ = [
     "Index",
     "Hits",
     "VectorIndex",
+    "NEARDUP_PARAMS",
+    "NEARDUP_UNICODE",
+    "neardup_band_keys",
+    "neardup_shingles",
+    "neardup_tokens",
 ]
 
 __version__: str
@@ -339,3 +345,17 @@ class VectorIndex:
         """Re-read every file from disk (not this object's snapshot) and check checksums,
         sizes, order, counts and that every component is finite, and ``vectors.q8`` when
         present; returns the problems (empty when sound)."""
+
+NEARDUP_PARAMS: str  # the kbdb.neardup.PARAMS the signer's seeds and tables were made for
+NEARDUP_UNICODE: str  # the Unicode version of its str.lower and \w tables
+
+def neardup_band_keys(texts: Sequence[str]) -> list[bytes | None]:
+    """Band keys of each text (lower-cased word 2-shingles, 100 MinHash values, 20 bands):
+    ``8 * 20`` bytes of little-endian uint64, ``None`` for a text without word tokens.
+    Parallel (rayon), without the GIL. Lone surrogates act as separators, as in Python."""
+
+def neardup_shingles(texts: Sequence[str]) -> list[bytes]:
+    """The sorted, distinct shingle hashes of each text, little-endian uint64 bytes."""
+
+def neardup_tokens(text: str) -> list[str]:
+    """The tokens the signer hashes: ``re.findall(r"\\w+", text.lower())`` of Python 3.11."""

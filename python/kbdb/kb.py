@@ -207,8 +207,12 @@ class KnowledgeBase:
         tags: Sequence[str] = (),
         docid: str | None = None,
         progress: ProgressFn | None = None,
+        notable_only: bool = False,
     ) -> LearnReport:
-        """Learn files and folders (recursively). Bad files are reported and skipped."""
+        """Learn files and folders (recursively). Bad files are reported and skipped.
+        ``notable_only``: ``sections`` holds only the reports with warnings,
+        near-duplicates or a failed embedding (the counts cover all), so that learning a
+        large tree does not hold one report per section."""
         if not paths:
             raise InvalidArgumentError("learn_path needs at least one path")
         return self._learner.learn_paths(
@@ -217,6 +221,7 @@ class KnowledgeBase:
             docid=docid,
             max_file_bytes=self.config.learn.max_file_bytes,
             progress=progress,
+            notable_only=notable_only,
         )
 
     def learn(

@@ -291,7 +291,12 @@ class Learner:
         docid: str | None,
         max_file_bytes: int,
         progress: ProgressFn | None,
+        notable_only: bool = False,
     ) -> LearnReport:
+        """``notable_only`` keeps only the section reports with something to say (warnings,
+        near-duplicates, a failed embedding); the totals still count every section. The
+        CLI's text output prints nothing else, so it asks for this and a learn of a large
+        tree runs in flat memory instead of holding one report per section."""
         started = time.perf_counter()
         paths = list(paths)
         for p in paths:
@@ -304,12 +309,14 @@ class Learner:
         done = 0
         batch: list[Pending] = []
         batch_sections = 0
+        sections_done = 0
         last_path = ""
 
         def flush() -> None:
-            nonlocal batch, batch_sections
+            nonlocal batch, batch_sections, sections_done
             r, t = self.learn_pending(batch)
-            reports.extend(r)
+            reports.extend(s for s in r if not notable_only or is_notable(s))
+            sections_done += len(r)
             for k, v in t.items():
                 totals[k] = totals.get(k, 0) + v
             batch, batch_sections = [], 0
@@ -329,10 +336,10 @@ class Learner:
                 if len(batch) >= BATCH_FILES or batch_sections >= BATCH_SECTIONS:
                     flush()
                 if progress:
-                    progress(LearnProgress(done, total, len(reports) + batch_sections, last_path))
+                    progress(LearnProgress(done, total, sections_done + batch_sections, last_path))
         flush()
         if progress:
-            progress(LearnProgress(done, total, len(reports), last_path))
+            progress(LearnProgress(done, total, sections_done, last_path))
         return make_report(reports, totals, skipped, started)
 
     def _load(
@@ -382,6 +389,11 @@ class Learner:
         except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
             skipped.append(SkippedFile(str(entry.path), e.message, _skip_code(e)))
             return None
+
+
+def is_notable(s: SectionReport) -> bool:
+    """A section report with something to say beyond the totals."""
+    return bool(s.warnings or s.near_duplicates or s.vector_embedding_failed)
 
 
 def make_report(

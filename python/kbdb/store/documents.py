@@ -97,10 +97,11 @@ def apply_document(
             " checksum = ?, updated_at = ? WHERE docid = ?",
             (doc.title, doc.description, doc.source_path, doc.checksum, now, doc.docid),
         )
-    conn.executemany(
-        "INSERT OR IGNORE INTO document_tags(docid, tag) VALUES (?, ?)",
-        [(doc.docid, t) for t in doc.tags],
-    )
+    if doc.tags:
+        conn.executemany(
+            "INSERT OR IGNORE INTO document_tags(docid, tag) VALUES (?, ?)",
+            [(doc.docid, t) for t in doc.tags],
+        )
 
     old_links: list[tuple[str, str]] = []
     if not out.created:
@@ -207,6 +208,8 @@ def _live_link_count(conn: sqlite3.Connection, kbid: str) -> int:
 
 
 def _add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
+    if not tags:  # most sections: skip the statement (a learn makes one per section)
+        return
     conn.executemany(
         "INSERT OR IGNORE INTO section_tags(kbid, tag) VALUES (?, ?)", [(kbid, t) for t in tags]
     )

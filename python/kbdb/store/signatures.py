@@ -12,6 +12,7 @@ made before they existed opens unchanged and is backfilled by ``kbdb.neardup.cat
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import struct
 from collections.abc import Iterator, Sequence
@@ -59,15 +60,20 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM neardup_sections")
 
 
-def insert(conn: sqlite3.Connection, kbid: str, blob: bytes) -> None:
-    """Store one section's band keys (``blob``: little-endian int64)."""
-    sid = conn.execute(
-        "INSERT INTO neardup_sections(kbid, bands) VALUES (?, ?)", (kbid, blob)
-    ).lastrowid
+def insert_many(conn: sqlite3.Connection, rows: Sequence[tuple[str, bytes]]) -> None:
+    """Store sections' band keys (``(kbid, blob)``, ``blob``: little-endian int64) with two
+    ``executemany``. The ids are those one ``INSERT`` each would get (``MAX(id) + 1`` on,
+    the writer lock is held), and the bucket rows go in key order, the table's own."""
+    if not rows:
+        return
+    (top,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM neardup_sections").fetchone()
+    ids = range(top + 1, top + 1 + len(rows))
     conn.executemany(
-        "INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)",
-        [(k, sid) for k in _keys(blob)],
+        "INSERT INTO neardup_sections(id, kbid, bands) VALUES (?, ?, ?)",
+        [(sid, kbid, blob) for sid, (kbid, blob) in zip(ids, rows, strict=True)],
     )
+    bands = sorted((k, sid) for sid, (_, blob) in zip(ids, rows, strict=True) for k in _keys(blob))
+    conn.executemany("INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)", bands)
 
 
 def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
@@ -93,22 +99,65 @@ def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
 
 def live_candidates(conn: sqlite3.Connection, kbid: str, *, per_band: int, limit: int) -> list[str]:
     """Live sections sharing at least one band key with ``kbid`` (itself excluded), those
-    sharing the most bands first. At most ``per_band`` members are read from each bucket
-    and ``limit`` returned, so a bucket of thousands of near-identical sections costs the
-    same as a small one."""
-    row = conn.execute("SELECT id, bands FROM neardup_sections WHERE kbid = ?", (kbid,)).fetchone()
-    if row is None:
-        return []
-    sid, blob = row
-    shared: dict[int, int] = {}
-    for key in _keys(blob):
-        for (other,) in conn.execute(
-            "SELECT id FROM neardup_bands WHERE key = ? AND id != ? LIMIT ?", (key, sid, per_band)
-        ):
-            shared[other] = shared.get(other, 0) + 1
-    best = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
-    names = live_kbids_of_ids(conn, best)
-    return [names[i] for i in best if i in names]
+    sharing the most bands first (``live_candidates_many`` of one)."""
+    return live_candidates_many(conn, [kbid], per_band=per_band, limit=limit).get(kbid, [])
+
+
+_BUCKETS_SQL = (
+    "SELECT j.value, (SELECT group_concat(id) FROM (SELECT id FROM neardup_bands"
+    " WHERE key = j.value ORDER BY id LIMIT ?)) FROM json_each(?) j"
+)
+"""The first members (by id) of each bucket whose key is in a JSON array: one statement
+for thousands of buckets, each read through the primary key with its own ``LIMIT``."""
+_KEYS_PER_STATEMENT = 8_192
+
+
+def _bucket_heads(conn: sqlite3.Connection, keys: Sequence[int], n: int) -> dict[int, list[int]]:
+    """The ``n`` smallest member ids of each bucket in ``keys`` (sorted keys read in key
+    order, the table's own)."""
+    out: dict[int, list[int]] = {}
+    for i in range(0, len(keys), _KEYS_PER_STATEMENT):
+        part = json.dumps(list(keys[i : i + _KEYS_PER_STATEMENT]))
+        for key, ids in conn.execute(_BUCKETS_SQL, (n, part)):
+            out[key] = sorted(int(x) for x in ids.split(",")) if ids else []
+    return out
+
+
+def live_candidates_many(
+    conn: sqlite3.Connection, kbids: Sequence[str], *, per_band: int, limit: int
+) -> dict[str, list[str]]:
+    """For each of ``kbids``: the live sections sharing at least one band key with it
+    (itself excluded), those sharing the most bands first; kbids without any are left out.
+    At most ``per_band`` members are read from each bucket (the first by id, itself not
+    counted) and ``limit`` kept, so a bucket of thousands of near-identical sections costs
+    the same as a small one. Each distinct bucket is read once, in a few statements for the
+    whole batch."""
+    signed: list[tuple[str, int, bytes]] = []
+    for i in range(0, len(kbids), _CHUNK):
+        part = tuple(kbids[i : i + _CHUNK])
+        marks = ",".join("?" * len(part))
+        signed += conn.execute(
+            f"SELECT kbid, id, bands FROM neardup_sections WHERE kbid IN ({marks})", part
+        ).fetchall()
+    keys = [(kbid, sid, _keys(blob)) for kbid, sid, blob in signed]
+    heads = _bucket_heads(conn, sorted({k for _, _, ks in keys for k in ks}), per_band + 1)
+    ranked: dict[str, list[int]] = {}
+    for kbid, sid, ks in keys:
+        shared: dict[int, int] = {}
+        for key in ks:
+            for other in [i for i in heads.get(key, ()) if i != sid][:per_band]:
+                shared[other] = shared.get(other, 0) + 1
+        if shared:
+            ranked[kbid] = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
+    if not ranked:
+        return {}
+    names = live_kbids_of_ids(conn, sorted({i for best in ranked.values() for i in best}))
+    out: dict[str, list[str]] = {}
+    for kbid, best in ranked.items():
+        live = [names[i] for i in best if i in names]
+        if live:
+            out[kbid] = live
+    return out
 
 
 def buckets(conn: sqlite3.Connection) -> Iterator[list[int]]:

@@ -7,6 +7,7 @@
 mod analyzer;
 mod errors;
 mod index;
+mod neardup;
 mod vector;
 
 use pyo3::prelude::*;
@@ -23,5 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyHits>()?;
     m.add_class::<vector::PyVectorIndex>()?;
+    neardup::register(m)?;
     Ok(())
 }

@@ -107,7 +107,11 @@ def learn(
             )
         else:
             with learn_progress(st.interactive) as progress:
-                report = kb.learn_path(*paths, tags=tags, docid=docid, progress=progress)
+                # The text output prints only notable sections: keep only those (flat
+                # memory on a large tree); --json prints every section.
+                report = kb.learn_path(
+                    *paths, tags=tags, docid=docid, progress=progress, notable_only=not st.json
+                )
     if st.json:
         emit_json(report.to_dict())
     elif not st.quiet:
