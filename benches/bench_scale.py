@@ -18,7 +18,12 @@ Per size, in fresh subprocesses:
 Cold CLI (at 100k, or the largest size below it): the wall time of ``kbdb search`` against
 ``python -c pass`` in the same run.
 
-    python benches/bench_scale.py [--sizes 10000,100000,1000000] [--keep DIR]
+    python benches/bench_scale.py [--sizes 10000,100000,1000000] [--cache DIR]
+
+Built knowledge bases are kept under ``--cache`` (default ``/tmp/kbdb-scale``) as
+``kb-<n>-seed<seed>`` with the builder's report in ``build.json``, and reused by later runs
+(``--rebuild`` to build again); each measurement runs on a fresh copy, since it learns and
+retires documents. Building 1M sections takes tens of minutes on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -241,7 +246,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--keep", type=Path, help="keep the knowledge bases under this folder")
+    ap.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "kbdb-scale",
+        help="where built knowledge bases are kept and reused",
+    )
+    ap.add_argument("--rebuild", action="store_true", help="build even when cached")
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--worker-build", nargs=2, help=argparse.SUPPRESS)
     ap.add_argument("--worker-measure", help=argparse.SUPPRESS)
@@ -257,24 +266,32 @@ def main() -> int:
         return 0
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    base = args.keep or Path(tempfile.mkdtemp(prefix="kbdb-scale-"))
+    args.cache.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     cold: dict[str, Any] | None = None
-    try:
-        for n in sizes:
-            root = base / f"kb-{n}"
-            if root.exists():
-                shutil.rmtree(root)
-            built = child("--worker-build", str(root), str(n), "--seed", str(args.seed))
+    for n in sizes:
+        pristine = args.cache / f"kb-{n}-seed{args.seed}"
+        report = pristine / "build.json"
+        if args.rebuild or not report.exists():
+            building = pristine.with_name(pristine.name + ".building")
+            for stale in (building, pristine):
+                shutil.rmtree(stale, ignore_errors=True)
+            built = child("--worker-build", str(building), str(n), "--seed", str(args.seed))
+            (building / "build.json").write_text(json.dumps(built), encoding="utf-8")
+            building.rename(pristine)
+        built = json.loads(report.read_text(encoding="utf-8"))
+        work = Path(tempfile.mkdtemp(prefix=f"kbdb-scale-{n}-", dir=args.cache))
+        try:
+            root = work / "kb"
+            shutil.copytree(pristine, root)
             row: dict[str, Any] = {"size": n, **built, "disk": disk_bytes(root)}
             row.update(child("--worker-measure", str(root), "--model", str(model)))
             rows.append(row)
             if n <= 100_000:
                 cold = cold_cli(root) | {"size": n}
-            print(json.dumps(row), flush=True)
-    finally:
-        if args.keep is None:
-            shutil.rmtree(base, ignore_errors=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps(row), flush=True)
 
     table = [
         (
