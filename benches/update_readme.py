@@ -29,6 +29,7 @@ ORDER = (
     "neardup",
     "maintenance",
     "cold_start",
+    "scale",
 )
 SOURCES = {
     "quality": "benches/bench_quality.py",
@@ -39,6 +40,7 @@ SOURCES = {
     "neardup": "benches/bench_neardup.py",
     "maintenance": "benches/bench_maintenance.py",
     "cold_start": "benches/bench_cold_start.py",
+    "scale": "benches/bench_scale.py",
 }
 
 

@@ -17,6 +17,14 @@
 //! checksum is good but whose version differs is a [`Error::FormatVersion`], everything
 //! else is [`Error::Corrupt`]. Nothing here panics on bad bytes.
 //!
+//! Two depths: [`validate`] checks everything, the checksum over the whole file included;
+//! [`validate_footer`] checks everything but the checksum, reading only the 24-byte
+//! footer. [`MappedFile::open`] (segments, which are large and mapped) does the second, so
+//! that opening an index costs a few page reads however big it is; the full checksum is
+//! [`MappedFile::verify_checksum`], run by `verify` (`kbdb check`). Damage that the open
+//! misses is still caught where the bytes are used: every decoder is bounds-checked and
+//! returns [`Error::Corrupt`], never panics (see `docs/reliability.md`).
+//!
 //! Files are written with [`write_atomic`]: a temporary name in the same directory, fsync,
 //! rename over the target, fsync the directory. A reader therefore sees either the old or
 //! the new file, never a torn one, and a returned write survives power loss.
@@ -69,13 +77,34 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(a)
 }
 
-/// Checks `bytes` (a whole file) and returns its payload.
+/// Checks `bytes` (a whole file), its checksum included, and returns its payload.
 pub fn validate<'a>(
     path: &Path,
     bytes: &'a [u8],
     kind: FileKind,
     version: u32,
 ) -> Result<&'a [u8]> {
+    let payload = check_frame(path, bytes)?;
+    check_checksum(path, bytes)?;
+    check_kind_and_version(path, bytes, kind, version)?;
+    Ok(payload)
+}
+
+/// Checks `bytes` (a whole file) like [`validate`] but without the checksum: only the
+/// footer is read, so the cost does not grow with the file.
+pub fn validate_footer<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    kind: FileKind,
+    version: u32,
+) -> Result<&'a [u8]> {
+    let payload = check_frame(path, bytes)?;
+    check_kind_and_version(path, bytes, kind, version)?;
+    Ok(payload)
+}
+
+/// Length, magic and payload length; returns the payload.
+fn check_frame<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a [u8]> {
     if bytes.len() < FOOTER_LEN {
         return Err(Error::corrupt(
             path,
@@ -102,7 +131,13 @@ pub fn validate<'a>(
             format!("footer says {payload_len} payload bytes, file has {footer_at}"),
         ));
     }
-    let stored = le_u32(footer, 16);
+    Ok(&bytes[..footer_at])
+}
+
+/// The footer's crc32 against the whole file; `bytes` passed [`check_frame`].
+fn check_checksum(path: &Path, bytes: &[u8]) -> Result<()> {
+    let footer_at = bytes.len() - FOOTER_LEN;
+    let stored = le_u32(&bytes[footer_at..], 16);
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&bytes[..footer_at + 16]);
     let actual = hasher.finalize();
@@ -112,6 +147,12 @@ pub fn validate<'a>(
             format!("checksum mismatch (stored {stored:08x}, computed {actual:08x})"),
         ));
     }
+    Ok(())
+}
+
+/// Kind, then version; `bytes` passed [`check_frame`].
+fn check_kind_and_version(path: &Path, bytes: &[u8], kind: FileKind, version: u32) -> Result<()> {
+    let footer = &bytes[bytes.len() - FOOTER_LEN..];
     let found_kind = FileKind([footer[0], footer[1], footer[2], footer[3]]);
     if found_kind != kind {
         return Err(Error::corrupt(
@@ -131,7 +172,7 @@ pub fn validate<'a>(
             expected: version,
         });
     }
-    Ok(&bytes[..footer_at])
+    Ok(())
 }
 
 /// A read-only, validated memory map of one engine file.
@@ -142,8 +183,20 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Maps `path` and validates its footer and checksum.
+    /// Maps `path` and validates its footer (not the checksum: see the module docs). Only
+    /// the last page of the file is read.
     pub fn open(path: &Path, kind: FileKind, version: u32) -> Result<MappedFile> {
+        MappedFile::open_with(path, kind, version, false)
+    }
+
+    /// [`MappedFile::open`], checking the checksum too (before anything else is read)
+    /// when `checksum` is set.
+    pub fn open_with(
+        path: &Path,
+        kind: FileKind,
+        version: u32,
+        checksum: bool,
+    ) -> Result<MappedFile> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let stat = file.metadata().map_err(|e| Error::read(path, e))?;
         if !stat.is_file() {
@@ -160,7 +213,11 @@ impl MappedFile {
         // and renamed into place, never modified in place; old ones are only unlinked, which
         // keeps the mapping valid). The length was checked to be non-zero above.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let payload_len = validate(path, &map, kind, version)?.len();
+        let payload_len = if checksum {
+            validate(path, &map, kind, version)?.len()
+        } else {
+            validate_footer(path, &map, kind, version)?.len()
+        };
         Ok(MappedFile {
             path: path.to_path_buf(),
             map,
@@ -170,6 +227,11 @@ impl MappedFile {
 
     pub fn payload(&self) -> &[u8] {
         &self.map[..self.payload_len]
+    }
+
+    /// Checks the footer's crc32 over the whole file (reads every byte).
+    pub fn verify_checksum(&self) -> Result<()> {
+        check_checksum(&self.path, &self.map)
     }
 
     pub fn path(&self) -> &Path {
@@ -314,6 +376,47 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn footer_check_reads_only_the_footer() {
+        let buf = sample();
+        let p = Path::new("x");
+        let payload_len = buf.len() - FOOTER_LEN;
+        for cut in 0..buf.len() {
+            assert!(validate_footer(p, &buf[..cut], FileKind::SEGMENT, 3).is_err());
+        }
+        // A flipped payload byte passes the footer check, not the full one.
+        let mut b = buf.clone();
+        b[3] ^= 1;
+        assert_eq!(
+            validate_footer(p, &b, FileKind::SEGMENT, 3).unwrap().len(),
+            payload_len
+        );
+        assert!(validate(p, &b, FileKind::SEGMENT, 3).is_err());
+        // Every flip in the footer outside its checksum field fails the footer check.
+        for i in
+            (payload_len..buf.len()).filter(|&i| !(payload_len + 16..payload_len + 20).contains(&i))
+        {
+            let mut b = buf.clone();
+            b[i] ^= 0x01;
+            assert!(
+                validate_footer(p, &b, FileKind::SEGMENT, 3).is_err(),
+                "byte {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn mapped_file_checks_its_checksum_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seg");
+        let mut b = sample();
+        b[0] ^= 1;
+        write_atomic(&path, &b).unwrap();
+        let m = MappedFile::open(&path, FileKind::SEGMENT, 3).unwrap();
+        assert!(matches!(m.verify_checksum(), Err(Error::Corrupt { .. })));
+        assert!(MappedFile::open_with(&path, FileKind::SEGMENT, 3, true).is_err());
     }
 
     #[test]

@@ -1,6 +1,11 @@
 //! Corruption: for every file kind (segment, tombstones, manifest), truncations and bit
 //! flips are reported as `Corrupt`/`FormatVersion`, never a panic. Payload damage behind a
 //! re-sealed (valid) footer must not panic either, whatever it decodes to.
+//!
+//! When: truncations of any file, and any flip in a tombstone file or the manifest, fail
+//! `open`. A flip in a segment's payload (or in the checksum field of its footer) may pass
+//! `open`, which reads only the footer and the header so that it costs the same at any
+//! size (docs/reliability.md); `verify` reports it, and a search on it never panics.
 
 mod common;
 
@@ -38,8 +43,10 @@ fn is_corrupt(r: Result<Index, Error>) -> bool {
     )
 }
 
-/// Truncates and flips bits of `path`; every variant must make `open` fail cleanly.
-fn damage_all(dir: &Path, path: &Path) {
+/// Truncates and flips bits of `path`. Every truncation must make `open` fail cleanly; so
+/// must every flip, unless `open_reads_all` is false (a segment): then a flip that gets
+/// past `open` must be reported by `verify` and must not make a search panic.
+fn damage_all(dir: &Path, path: &Path, open_reads_all: bool) {
     let orig = std::fs::read(path).unwrap();
     let len = orig.len();
     let mut cuts = vec![0, 1, len / 3, len / 2, len - 1];
@@ -60,11 +67,14 @@ fn damage_all(dir: &Path, path: &Path) {
         let mut bytes = orig.clone();
         bytes[at] ^= 1 << (at % 8);
         std::fs::write(path, &bytes).unwrap();
-        assert!(
-            is_corrupt(Index::open(dir, false)),
-            "{} flip at {at}",
-            path.display()
-        );
+        match Index::open(dir, false) {
+            Ok(index) if !open_reads_all => {
+                let _ = index.search(&kernel_alpha_query(true));
+                let problems = index.verify();
+                assert!(!problems.is_empty(), "{} flip at {at}", path.display());
+            }
+            r => assert!(is_corrupt(r), "{} flip at {at}", path.display()),
+        }
     }
     std::fs::write(path, &orig).unwrap();
     assert!(Index::open(dir, false).is_ok());
@@ -85,12 +95,11 @@ fn every_file_kind_detects_truncation_and_flips() {
     let segs = files(dir.path(), ".seg");
     let dels = files(dir.path(), ".del");
     assert!(!segs.is_empty() && !dels.is_empty());
-    for p in segs
-        .iter()
-        .chain(&dels)
-        .chain(&files(dir.path(), "meta.toml"))
-    {
-        damage_all(dir.path(), p);
+    for p in &segs {
+        damage_all(dir.path(), p, false);
+    }
+    for p in dels.iter().chain(&files(dir.path(), "meta.toml")) {
+        damage_all(dir.path(), p, true);
     }
 }
 
@@ -111,6 +120,33 @@ fn verify_reports_damage_under_an_open_index() {
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("checksum"), "{}", problems[0]);
     index.search(&kernel_alpha_query(true)).unwrap();
+}
+
+#[test]
+fn merge_refuses_a_segment_whose_checksum_fails() {
+    // Open does not read a segment's checksum; a merge must, or it would copy the damage
+    // into a new segment under a fresh checksum that `verify` could no longer see.
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let seg = &files(dir.path(), ".seg")[0];
+    let mut bytes = std::fs::read(seg).unwrap();
+    let at = bytes.len() - FOOTER_LEN - 3; // inside the positions section, past the header
+    bytes[at] ^= 0x01;
+    std::fs::write(seg, &bytes).unwrap();
+    let index = Index::open(dir.path(), false).unwrap();
+    let problems = index.verify();
+    assert!(
+        problems.iter().any(|p| p.contains("checksum")),
+        "{problems:?}"
+    );
+    match index.merge(true) {
+        Err(Error::Corrupt { detail, .. }) => assert!(detail.contains("checksum"), "{detail}"),
+        other => panic!("merge of a damaged segment: {:?}", other.map(|_| ())),
+    }
+    assert!(
+        !index.verify().is_empty(),
+        "the damage is still visible to verify"
+    );
 }
 
 #[test]

@@ -50,6 +50,11 @@ def expected(kind: str, fault: str) -> str:
             ("meta.toml", "delete"): "self-heal",
             # A missing vector meta file means "never built": searches say stale.
             ("vectors-meta.toml", "delete"): "stale",
+            # Opening reads a segment's footer and header and vectors.idx's header, not
+            # their checksums (docs/reliability.md): damage past those is found by check,
+            # or where a search decodes it.
+            ("segment", "bitflip-middle"): "found-by-check",
+            ("vectors.idx", "bitflip-middle"): "found-by-check",
         }
         return special.get((kind, fault), "corrupt")
     if kind == "kb.sqlite":
@@ -168,6 +173,24 @@ def check_outcome(kind: str, fault: str, kbdir: Path, out: Outcome, base: dict[s
         assert succeeded(steps, "probe_stored") is True
         before = succeeded(steps, "check_before")
         assert not before["ok"] and before["errors"], before
+        _repaired(steps, base)
+    elif cls == "found-by-check":
+        succeeded(steps, "open")
+        before = succeeded(steps, "check_before")
+        assert not before["ok"] and "checksum_mismatch" in before["errors"], before
+        # A search that reads the damage says so; one that does not gives the undamaged
+        # results, never different ones.
+        for mode, want in (("lexical", lexical_before), ("vector", base["vector"]["value"])):
+            step = steps[mode]
+            if step["ok"]:
+                assert step["value"] == want, (mode, step)
+            else:
+                assert step["code"] == "INDEX_CORRUPT", step
+                assert "rebuild" in step["message"], step
+        # A learn writes new files; it fails only if it had to read the damaged one.
+        if not steps["learn"]["ok"]:
+            assert steps["learn"]["code"] == "INDEX_CORRUPT", steps["learn"]
+        assert succeeded(steps, "probe_stored") is True
         _repaired(steps, base)
     elif cls == "stale":
         assert succeeded(steps, "lexical") == lexical_before

@@ -237,6 +237,8 @@ impl Index {
     }
 
     /// Re-reads every file and checks checksums and structure; returns the problems found.
+    /// This is where a segment's checksum is checked (opening reads only its footer and
+    /// header, see `format`), so it reads the whole index.
     pub fn verify(&self) -> Vec<String> {
         let m = match Manifest::read(&self.dir) {
             Ok(m) => m,
@@ -245,7 +247,7 @@ impl Index {
         let mut problems = Vec::new();
         for s in &m.segments {
             let path = self.dir.join(&s.file);
-            match SegmentReader::open(&path).and_then(|r| r.check_all().map(|()| r)) {
+            match SegmentReader::open_with(&path, true).and_then(|r| r.check_all().map(|()| r)) {
                 Ok(r) if r.doc_count() != s.docs => problems.push(format!(
                     "{} holds {} docs, the manifest says {}",
                     path.display(),

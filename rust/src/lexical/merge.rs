@@ -49,7 +49,14 @@ pub struct MergeSource<'a> {
 }
 
 /// Merges `sources` into the bytes of one segment; returns the bytes and its doc count.
+///
+/// Each source's checksum is checked first: opening a segment does not check it, and a
+/// merge would otherwise carry damaged bytes into a new file under a fresh, valid checksum
+/// where `verify` could no longer see them. The merge reads every byte anyway.
 pub fn merge_segments(sources: &[MergeSource<'_>]) -> Result<(Vec<u8>, u32)> {
+    for s in sources {
+        s.reader.verify_checksum()?;
+    }
     let mut maps: Vec<Vec<DocOrd>> = Vec::with_capacity(sources.len());
     let mut kbids: Vec<Kbid> = Vec::new();
     let mut lens: Vec<[u32; FIELD_COUNT]> = Vec::new();

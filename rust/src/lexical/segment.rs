@@ -18,8 +18,11 @@
 //! ```
 //!
 //! [`SegmentSerializer`] assembles the bytes; [`SegmentReader`] maps and validates them.
-//! Opening checks the footer checksum, the header and every section's bounds and size;
-//! everything read later is bounds-checked again and reported as corruption.
+//! Opening reads only the footer and the header: it checks the footer (not its checksum,
+//! which would read the whole file on every open), the header, and every section's bounds,
+//! size and place (the sections tile the payload in order). Everything read later is
+//! bounds-checked again and reported as corruption; [`SegmentReader::check_all`] (behind
+//! `verify`) adds the checksum and a decode of every posting.
 
 use std::path::Path;
 
@@ -141,8 +144,17 @@ pub struct SegmentReader {
 }
 
 impl SegmentReader {
+    /// Maps and validates the segment at `path`, reading its footer and header only.
     pub fn open(path: &Path) -> Result<SegmentReader> {
-        let file = MappedFile::open(path, FileKind::SEGMENT, SEGMENT_FORMAT_VERSION)?;
+        SegmentReader::open_with(path, false)
+    }
+
+    /// [`SegmentReader::open`], checking the whole file's checksum first when `checksum`
+    /// is set (`verify`: damage is then reported as what it is, not as whatever the
+    /// header check trips over).
+    pub fn open_with(path: &Path, checksum: bool) -> Result<SegmentReader> {
+        let file =
+            MappedFile::open_with(path, FileKind::SEGMENT, SEGMENT_FORMAT_VERSION, checksum)?;
         let p = file.payload();
         let bad = |d: &str| Error::corrupt(path, d);
         if p.len() < HEADER_LEN {
@@ -155,6 +167,7 @@ impl SegmentReader {
             *t = u64_at(p, 8 + f * 8).ok_or_else(|| bad("header"))?;
         }
         let mut sections = [(0usize, 0usize); SECTION_COUNT];
+        let mut next = HEADER_LEN as u64;
         for (i, s) in sections.iter_mut().enumerate() {
             let off = u64_at(p, 32 + i * 16).ok_or_else(|| bad("header"))?;
             let len = u64_at(p, 40 + i * 16).ok_or_else(|| bad("header"))?;
@@ -164,7 +177,17 @@ impl SegmentReader {
             if off < HEADER_LEN as u64 || end > p.len() as u64 {
                 return Err(bad(&format!("section {i} lies outside the file")));
             }
+            // The writer lays the sections out back to back, in order, after the header.
+            if off != next {
+                return Err(bad(&format!(
+                    "section {i} is not where the previous one ends"
+                )));
+            }
+            next = end;
             *s = (off as usize, end as usize);
+        }
+        if next != p.len() as u64 {
+            return Err(bad("the sections do not end where the payload does"));
         }
         let n = doc_count as usize;
         let t = term_count as usize;
@@ -297,8 +320,15 @@ impl SegmentReader {
         Ok((postings, positions))
     }
 
-    /// Decodes every term, posting and position: the deep check behind `verify`.
+    /// Checks the footer's crc32 over the whole file (reads every byte).
+    pub fn verify_checksum(&self) -> Result<()> {
+        self.file.verify_checksum()
+    }
+
+    /// Checks the file's checksum, then decodes every term, posting and position: the deep
+    /// check behind `verify`.
     pub fn check_all(&self) -> Result<()> {
+        self.verify_checksum()?;
         let dict = self.termdict()?;
         let corrupt = |m: Malformed| self.corrupt(m);
         let mut prev: Option<&[u8]> = None;

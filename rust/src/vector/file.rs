@@ -16,10 +16,15 @@
 //! are sorted by `kbid_hash` (byte-wise), strictly: no kbid appears twice, and lookup is a
 //! binary search. Vectors start at odd offsets; every read of them is unaligned.
 //!
-//! The header has no checksum, so the file's crc32 lives in `vectors-meta.toml`. The reader
-//! checks, in order: header length, magic, checksum (so that any flipped bit is reported as
-//! such), version ([`Error::FormatVersion`]), dimensions and record count against the meta
-//! file, exact file size, then strict key order. Only then is the map used.
+//! The header has no checksum, so the file's crc32 lives in `vectors-meta.toml`. The full
+//! check ([`Check::Full`]) is, in order: header length, magic, checksum (so that any
+//! flipped bit is reported as such), version ([`Error::FormatVersion`]), dimensions and
+//! record count against the meta file, exact file size, then strict key order. The bounded
+//! check ([`Check::Bounded`]) leaves out the checksum and the key order, the two steps that
+//! read every byte, so that it reads one page whatever the file's size; it is what an
+//! ordinary open does (see `index`), the full check being `verify` (`kbdb check`). Every
+//! later read stays inside the size validated here, so damage it misses cannot make a
+//! read go out of bounds or panic.
 
 use std::fs::File;
 use std::io::Write;
@@ -86,8 +91,22 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// How much of a record file to check when opening it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Header and size against the meta file: bounded cost, one page.
+    Bounded,
+    /// Also the checksum and the key order: reads the whole file.
+    Full,
+}
+
 /// Validates a whole record file against `expect` (see the module docs for the order).
 pub fn validate(path: &Path, bytes: &[u8], expect: &Expected) -> Result<Header> {
+    validate_with(path, bytes, expect, Check::Full)
+}
+
+/// [`validate`] at depth `check`.
+pub fn validate_with(path: &Path, bytes: &[u8], expect: &Expected, check: Check) -> Result<Header> {
     let bad = |d: String| Error::corrupt(path, d);
     if bytes.len() < HEADER_LEN {
         return Err(bad(format!(
@@ -98,7 +117,11 @@ pub fn validate(path: &Path, bytes: &[u8], expect: &Expected) -> Result<Header> 
     if bytes[..4] != MAGIC {
         return Err(bad("bad magic (not a KBVX vector file)".into()));
     }
-    let actual = checksum(bytes);
+    let actual = if check == Check::Full {
+        checksum(bytes)
+    } else {
+        expect.checksum
+    };
     if actual != expect.checksum {
         return Err(bad(format!(
             "checksum mismatch (vectors-meta.toml says {:08x}, computed {actual:08x})",
@@ -138,6 +161,9 @@ pub fn validate(path: &Path, bytes: &[u8], expect: &Expected) -> Result<Header> 
             header.record_count,
             header.dimensions
         )));
+    }
+    if check == Check::Bounded {
+        return Ok(header);
     }
     let stride = record_len(usize::from(header.dimensions));
     let records = &bytes[HEADER_LEN..];
@@ -180,8 +206,13 @@ pub struct VectorReader {
 }
 
 impl VectorReader {
-    /// Maps `path` and validates it against `expect`.
+    /// Maps `path` and validates it fully against `expect`.
     pub fn open(path: &Path, expect: &Expected) -> Result<VectorReader> {
+        VectorReader::open_with(path, expect, Check::Full)
+    }
+
+    /// Maps `path` and validates it against `expect` at depth `check`.
+    pub fn open_with(path: &Path, expect: &Expected, check: Check) -> Result<VectorReader> {
         let file = File::open(path).map_err(|e| Error::read(path, e))?;
         let stat = file.metadata().map_err(|e| Error::read(path, e))?;
         if !stat.is_file() {
@@ -200,7 +231,7 @@ impl VectorReader {
         // non-empty (checked above).
         let map = unsafe { MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
         prefer_huge_pages(&map);
-        let header = validate(path, &map, expect)?;
+        let header = validate_with(path, &map, expect, check)?;
         Ok(VectorReader {
             path: path.to_path_buf(),
             map,
@@ -228,6 +259,16 @@ impl VectorReader {
 
     pub fn checksum(&self) -> u32 {
         self.checksum
+    }
+
+    /// The full check of the mapped bytes (checksum and key order included).
+    pub fn verify(&self) -> Result<()> {
+        let expect = Expected {
+            dimensions: self.dims as u16,
+            record_count: self.count as u32,
+            checksum: self.checksum,
+        };
+        validate(&self.path, &self.map, &expect).map(|_| ())
     }
 
     /// Bytes per record.

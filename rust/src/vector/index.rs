@@ -12,12 +12,22 @@
 //! renames), that one. If a file is missing or `vectors.idx` matches neither, re-read the
 //! meta file: if it changed, a writer published in between and we retry; if not, the index
 //! is corrupt.
+//!
+//! Cost: an ordinary open checks `vectors.idx` at [`Check::Bounded`] depth (header, counts,
+//! size: one page), not its checksum or key order, so it does not read the file (1.5 GB at
+//! 1M sections). The append file is small (compaction keeps it under 10,000 records) and is
+//! always checked in full. Two cases still need the checksum and get [`Check::Full`]: a meta file with
+//! `[previous]`, where the checksum is what tells the old `vectors.idx` from the new; and
+//! `verify`. Without the checksum, a `vectors.idx` renamed in by a writer after we read the
+//! meta file could pass for the one the meta file describes, so after opening, the meta
+//! file is read again and the open retried if it changed (a writer publishes the meta file
+//! with `[previous]` before it renames `vectors.idx`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::file::{RecordWriter, VectorReader};
+use super::file::{Check, RecordWriter, VectorReader};
 use super::filter::Bitset;
 use super::meta::{Meta, VectorState, BASE_FILE, META_FILE};
 use super::q8::{self, Q8Open, Q8Reader, Q8_FILE};
@@ -100,13 +110,19 @@ fn is_not_found(e: &Error) -> bool {
     matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
-fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Result<Snapshot> {
+fn open_state(
+    dir: &Path,
+    state: &VectorState,
+    prev: Option<&Snapshot>,
+    check: Check,
+) -> Result<Snapshot> {
     let meta_path = dir.join(META_FILE);
     let base = match prev.filter(|p| p.state.expected_base() == state.expected_base()) {
         Some(p) => p.base.clone(),
-        None => Arc::new(VectorReader::open(
+        None => Arc::new(VectorReader::open_with(
             &dir.join(BASE_FILE),
             &state.expected_base(),
+            check,
         )?),
     };
     let appends = match state.expected_appends() {
@@ -119,6 +135,7 @@ fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Resul
                     .flatten()
             }) {
                 Some(a) => a,
+                // Fully checked at any depth: compaction keeps it under 10,000 records.
                 None => Arc::new(VectorReader::open(&dir.join(name), &expect)?),
             },
         ),
@@ -185,13 +202,23 @@ fn open_state(dir: &Path, state: &VectorState, prev: Option<&Snapshot>) -> Resul
 }
 
 fn open_meta(dir: &Path, meta: &Meta, prev: Option<&Snapshot>) -> Result<Snapshot> {
-    match open_state(dir, &meta.vectors, prev) {
+    // Only the checksum tells which state the `vectors.idx` on disk is mid-write.
+    let check = match meta.previous {
+        Some(_) => Check::Full,
+        None => Check::Bounded,
+    };
+    match open_state(dir, &meta.vectors, prev, check) {
         Ok(s) => Ok(s),
         Err(first) => match &meta.previous {
-            Some(old) => open_state(dir, old, prev).map_err(|_| first),
+            Some(old) => open_state(dir, old, prev, check).map_err(|_| first),
             None => Err(first),
         },
     }
+}
+
+/// Whether the meta file still holds `bytes`.
+fn meta_unchanged(dir: &Path, bytes: &[u8]) -> bool {
+    std::fs::read(dir.join(META_FILE)).is_ok_and(|now| now == bytes)
 }
 
 /// Reads the meta file and opens what it names, retrying while concurrent publishes move
@@ -205,6 +232,10 @@ pub(super) fn load_snapshot(dir: &Path, prev: Option<&Snapshot>) -> Result<Snaps
             break;
         }
         match open_meta(dir, &meta, prev) {
+            Ok(_) if meta.previous.is_none() && !meta_unchanged(dir, &bytes) => {
+                // A writer published since we read the meta file (module docs): again.
+                last_err = None;
+            }
             Ok(mut snap) => {
                 snap.meta = meta;
                 snap.meta_bytes = bytes;
@@ -529,6 +560,10 @@ impl VectorIndex {
         };
         let mut problems = Vec::new();
         for r in std::iter::once(&snap.base).chain(&snap.appends) {
+            if let Err(e) = r.verify() {
+                problems.push(e.to_string());
+                continue;
+            }
             let bad = (0..r.len()).find(|&i| {
                 super::le_bytes_to_f32s(r.vector_bytes(i))
                     .iter()
