@@ -18,7 +18,18 @@ from kbdb._core import VectorIndex
 from kbdb.config import set_value
 from kbdb.errors import IndexCorruptError
 
-TLDR = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "tldr" / "pages"
+# Beside the checkout, else the workplace copy (as .ci/run finds the model).
+TLDR = next(
+    (
+        p
+        for p in (
+            Path(__file__).resolve().parents[2] / "shared/corpora/tldr/pages",
+            Path("/work/shared/corpora/tldr/pages"),
+        )
+        if p.is_dir()
+    ),
+    Path("/work/shared/corpora/tldr/pages"),
+)
 PAGES = 400
 QUERIES = [
     "compress a folder into an archive",
