@@ -65,6 +65,7 @@ pub type HitKey = (Kbid, u32, DocOrd, u32);
 
 /// What one segment's evaluation returns.
 pub struct SegmentHits {
+    /// The heap it was given, with this segment's hits offered to it.
     pub top: TopK<HitKey>,
     /// Live matches.
     pub total: u64,
@@ -174,14 +175,16 @@ pub enum Evaluation {
     Exhaustive,
 }
 
-/// Matches and scores one segment; returns its best `limit` hits and its match count.
+/// Matches and scores one segment into `top`, which may already hold hits from segments
+/// searched before: its threshold then prunes this segment from the first doc on. Returns
+/// the heap and the segment's match count.
 pub fn search_segment(
     p: &Prepared,
     seg: &SegmentView<'_>,
-    limit: usize,
+    top: TopK<HitKey>,
     eval: Evaluation,
 ) -> Result<SegmentHits> {
-    let run = SegmentSearch::new(p, seg, limit).and_then(|mut s| {
+    let run = SegmentSearch::new(p, seg, top).and_then(|mut s| {
         if p.strict {
             s.run_strict()?;
         } else if eval == Evaluation::Pruned {
@@ -235,7 +238,7 @@ pub(super) struct SegmentSearch<'a, 's> {
 }
 
 impl<'a, 's> SegmentSearch<'a, 's> {
-    fn new(p: &'a Prepared, seg: &'a SegmentView<'s>, limit: usize) -> Step<Self> {
+    fn new(p: &'a Prepared, seg: &'a SegmentView<'s>, top: TopK<HitKey>) -> Step<Self> {
         let mut cursors = Vec::with_capacity(seg.infos.len());
         for info in seg.infos {
             cursors.push(match info {
@@ -247,7 +250,7 @@ impl<'a, 's> SegmentSearch<'a, 's> {
             p,
             seg,
             cursors,
-            top: TopK::new(limit),
+            top,
             total: 0,
             masks: Vec::new(),
             doc_masks: vec![0; p.clauses.len()],

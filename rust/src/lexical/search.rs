@@ -68,7 +68,7 @@ impl Index {
             p.df[t] = entry.df;
             p.idf[t] = snap.stats.idf(entry.df);
         }
-        let one = |(i, s): (usize, &LoadedSegment)| {
+        let one = |i: usize, s: &LoadedSegment, top: TopK<HitKey>| {
             let allowed = match &q.allow {
                 None => None,
                 Some(kbids) => {
@@ -89,32 +89,42 @@ impl Index {
                 infos: &infos[i],
                 factors: &factors[i],
             };
-            search_segment(&p, &view, q.limit, eval)
+            search_segment(&p, &view, top, eval)
         };
-        let results = if snap.segments.len() > 1 && snap.stats.docs >= PARALLEL_MIN_DOCS {
-            snap.segments
-                .par_iter()
-                .enumerate()
-                .map(one)
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            snap.segments
-                .iter()
-                .enumerate()
-                .map(one)
-                .collect::<Result<Vec<_>>>()?
-        };
-        let mut top: TopK<HitKey> = TopK::new(q.limit);
         let mut hits = Hits {
             clause_bounds: p.clause_bounds(),
             ..Hits::default()
         };
-        let mut masks = Vec::with_capacity(results.len());
-        for r in results {
-            top.extend(r.top);
-            hits.total += r.total;
-            masks.push(r.masks);
-        }
+        let mut masks = Vec::with_capacity(snap.segments.len());
+        let top = if snap.segments.len() > 1 && snap.stats.docs >= PARALLEL_MIN_DOCS {
+            let results = snap
+                .segments
+                .par_iter()
+                .enumerate()
+                .map(|(i, s)| one(i, s, TopK::new(q.limit)))
+                .collect::<Result<Vec<_>>>()?;
+            let mut top: TopK<HitKey> = TopK::new(q.limit);
+            for r in results {
+                top.extend(r.top);
+                hits.total += r.total;
+                masks.push(r.masks);
+            }
+            top
+        } else {
+            // One heap through every segment, largest first: each segment starts with the
+            // threshold the ones before it reached, so MaxScore prunes it from its first doc.
+            let mut order: Vec<usize> = (0..snap.segments.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(snap.segments[i].reader.doc_count()));
+            masks.resize_with(snap.segments.len(), Vec::new);
+            let mut top: TopK<HitKey> = TopK::new(q.limit);
+            for i in order {
+                let r = one(i, &snap.segments[i], top)?;
+                top = r.top;
+                hits.total += r.total;
+                masks[i] = r.masks;
+            }
+            top
+        };
         let ranked = top.into_sorted();
         let n_clauses = p.clauses.len();
         for item in &ranked {
