@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -21,13 +20,10 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 # are imported by the methods that use them.
 from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import (
-    ContentTooLargeError,
     EmbeddingProviderNotConfiguredError,
     InvalidArgumentError,
-    KbdbError,
     KbLockedError,
     KbNotFoundError,
-    NotFoundError,
 )
 from kbdb.search.indexer import LexicalIndex
 from kbdb.search.lexical import Filters, LexicalSearcher
@@ -38,7 +34,7 @@ from kbdb.store import queries as q
 from kbdb.types import SearchMode, SearchResult
 
 if TYPE_CHECKING:
-    from kbdb.learn import Learner, LearnItem, LearnProgress, Pending, ProgressFn
+    from kbdb.learn import Learner, LearnItem, LearnProgress, ProgressFn
     from kbdb.lifecycle import Lifecycle
     from kbdb.neardup import NearDuplicateFinder
     from kbdb.types import (
@@ -56,7 +52,6 @@ if TYPE_CHECKING:
         RecallResult,
         RelatedResult,
         ReviseResult,
-        SectionReport,
         Skill,
         SkillLearnResult,
         SkillList,
@@ -238,9 +233,9 @@ class KnowledgeBase:
     ) -> LearnReport:
         """Learn a block of content. Without ``docid`` the document id is derived from the
         title (or the first words). ``replace`` supersedes sections by source key."""
-        from kbdb.learn import LearnItem, make_report
+        from kbdb._kb import learning
+        from kbdb.learn import LearnItem
 
-        started = time.perf_counter()
         item = LearnItem(
             content,
             type=type,
@@ -251,63 +246,15 @@ class KnowledgeBase:
             replace=replace,
             section_type=section_type,
         )
-        reports, totals = self._learner.learn_pending([self._pending(item)])
-        return make_report(reports, totals, (), started)
+        return learning.learn_one(self, item)
 
     def learn_many(self, items: Iterable[LearnItem], *, batch: int = 1024) -> LearnReport:
         """Learn many blocks of content: ``batch`` documents per transaction and per index
         commit, which is far faster than one ``learn`` call each. Each item follows the
         rules of ``learn``; a bad item raises before its batch is stored."""
-        from kbdb.learn import make_report
+        from kbdb._kb import learning
 
-        if batch < 1:
-            raise InvalidArgumentError(f"batch must be >= 1 (got {batch})")
-        started = time.perf_counter()
-        reports: list[SectionReport] = []
-        totals: dict[str, int] = {}
-        pending: list[Pending] = []
-        for item in items:
-            pending.append(self._pending(item))
-            if len(pending) >= batch:
-                self._learn_batch(pending, reports, totals)
-                pending = []
-        self._learn_batch(pending, reports, totals)
-        return make_report(reports, totals, (), started)
-
-    def _learn_batch(
-        self, pending: list[Pending], reports: list[SectionReport], totals: dict[str, int]
-    ) -> None:
-        if not pending:
-            return
-        r, t = self._learner.learn_pending(pending)
-        reports.extend(r)
-        for k, v in t.items():
-            totals[k] = totals.get(k, 0) + v
-
-    def _pending(self, item: LearnItem) -> Pending:
-        from kbdb.learn import build_document, slug
-
-        if not isinstance(item.content, str):
-            raise InvalidArgumentError("content must be a string")
-        limit = self.config.learn.max_file_bytes
-        if len(item.content.encode("utf-8", "surrogatepass")) > limit:
-            raise ContentTooLargeError(
-                f"content is over learn.max_file_bytes ({limit})",
-                hint="split it, or raise learn.max_file_bytes",
-            )
-        doc = item.docid or slug(item.title or " ".join(item.content.split()[:8]))
-        return build_document(
-            docid=doc,
-            source=doc,
-            text=item.content,
-            type=item.type,
-            title=item.title,
-            description=item.description,
-            tags=_tags(item.tags),
-            section_type=item.section_type,
-            source_path=None,
-            mode="source_key" if item.replace else "append",
-        )
+        return learning.learn_many(self, items, batch)
 
     # -- search and read ---------------------------------------------------------------
 
@@ -393,83 +340,15 @@ class KnowledgeBase:
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
         """Full sections by kbid, or a document's sections in order. Unknown → NOT_FOUND."""
-        from kbdb.types import RecallResult, Section
+        from kbdb._kb import reading
 
-        if not kbids and docid is None:
-            raise InvalidArgumentError("recall needs kbids or a docid")
-        with self._db.read() as conn:
-            wanted = list(kbids)
-            if docid is not None:
-                in_doc = q.document_kbids(conn, docid)
-                if in_doc is None:
-                    raise NotFoundError(f"no document {docid!r}", hint="list them with 'kbdb docs'")
-                wanted += in_doc
-            rows = q.sections(conn, wanted)
-            missing = [k for k in wanted if k not in rows]
-            if missing:
-                raise NotFoundError(
-                    f"no section {missing[0]!r}", hint="kbids come from search results"
-                )
-            docids = q.docids_of(conn, wanted)
-            tags = q.tags_of(conn, wanted)
-        out = []
-        for k in wanted:
-            r = rows[k]
-            out.append(
-                Section(
-                    kbid=k,
-                    heading=r["heading"],
-                    level=r["level"],
-                    parent=r["parent"],
-                    content=r["content"],
-                    type=r["type"],
-                    section_type=r["section_type"],
-                    title=r["title"],
-                    description=r["description"],
-                    tags=tuple(tags.get(k, ())),
-                    docids=tuple(docids.get(k, ())),
-                    source_key=r["source_key"],
-                    created_at=r["created_at"],
-                    retired_at=r["retired_at"],
-                    superseded_by=r["superseded_by"],
-                    retired=r["retired_at"] is not None,
-                )
-            )
-        return RecallResult(sections=tuple(out))
+        return reading.recall(self, kbids, docid)
 
     def stats(self) -> Stats:
         """Counts, sizes, the analyzer, the provider, and the index generation."""
-        from kbdb.types import Stats
+        from kbdb._kb import reading
 
-        index = self._index.core
-        index.reload()
-        with self._db.read() as conn:
-            c = q.counts(conn)
-        db_bytes = sum(
-            (self.path / n).stat().st_size
-            for n in (DB_NAME, DB_NAME + "-wal")
-            if (self.path / n).exists()
-        )
-        return Stats(
-            documents=c["documents"],
-            sections=c["sections"],
-            live_sections=c["live_sections"],
-            retired_sections=c["sections"] - c["live_sections"],
-            tags=c["tags"],
-            db_bytes=db_bytes,
-            index_bytes=index.size_bytes(),
-            index_segments=index.segment_count,
-            index_generation=index.generation,
-            index_watermark=index.watermark,
-            changelog_seq=c["changelog_seq"],
-            analyzer=index.analyzer_id,
-            embedding_provider=self.config.embedding.provider,
-            embedding_model=(
-                self.config.embedding.model if self.config.embedding.provider != "none" else None
-            ),
-            vector_index_stale=self._vectors.stale(),
-            path=str(self.path),
-        )
+        return reading.stats(self)
 
     def rebuild(
         self,
@@ -483,24 +362,9 @@ class KnowledgeBase:
         files; the old index keeps serving readers until the new one is published.
         Embeddings are reused from the cache unless ``reembed``. ``progress(done, total)``
         follows the sections read for the lexical index, then those embedded."""
-        from kbdb import failpoints, neardup
-        from kbdb.types import RebuildReport
+        from kbdb._kb import maintenance
 
-        started = time.perf_counter()
-        sections = embedded = 0
-        with self._lock.hold():
-            if lexical:
-                sections = self._index.rebuild(progress)
-                with self._db.write() as conn:
-                    neardup.rebuild(conn)
-                failpoints.hit("rebuild.after_lexical")
-            if vectors and self._vectors.enabled:
-                embedded = self._vectors.rebuild(reembed=reembed, progress=progress)
-        return RebuildReport(
-            sections=sections,
-            vectors=embedded,
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
-        )
+        return maintenance.rebuild(self, lexical, vectors, reembed, progress)
 
     # -- correct and navigate: revise, history, forget, documents, outline, tags, related --
 
@@ -580,58 +444,18 @@ class KnowledgeBase:
         are not near-duplicates (SPEC §8.5): by embedding cosine when the vector index is
         current, else by shingle Jaccard. ``threshold`` is the lowest similarity of a pair
         (default 0.75 cosine, 0.5 Jaccard) and must stay below the near-duplicate one."""
-        from kbdb import contradictions as contra
+        from kbdb._kb import knowledge
 
-        vector = self._vectors.enabled and not self._vectors.stale()
-        method: Literal["vector", "lexical"] = "vector" if vector else "lexical"
-        high = (
-            self.config.learn.near_duplicate_cosine
-            if vector
-            else self.config.learn.near_duplicate_jaccard
-        )
-        low = contra.default_threshold(method) if threshold is None else threshold
-        if not isinstance(low, (int, float)) or isinstance(low, bool) or not 0 < low < high:
-            raise InvalidArgumentError(
-                f"threshold must be a number above 0 and below the near-duplicate threshold"
-                f" {high} ({method} similarity; got {threshold!r})",
-                hint="near-duplicates are reported by learn; lower the threshold",
-            )
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-            raise InvalidArgumentError(f"limit must be an integer in 1..1000 (got {limit!r})")
-        wanted = _tags(tags) if tags else None
-        if vector:
-            self._refresh_vectors()
-            pairs = contra.vector_pairs(self._db, self._vectors, float(low), high)
-        else:
-            self._catch_up_signatures()
-            with self._db.read() as conn:
-                pairs = contra.lexical_pairs(conn, float(low), high)
-        with self._db.read() as conn:
-            return contra.group(
-                conn, pairs, method=method, threshold=float(low), tags=wanted, limit=limit
-            )
+        return knowledge.contradictions(self, threshold, limit, tags)
 
     def skill_learn(
         self, name: str, description: str, content: str, *, tags: Sequence[str] = ()
     ) -> SkillLearnResult:
         """Create the skill ``name`` (kebab-case), or replace it keeping its history: the
         old version is superseded and stays readable by kbid and in ``history``."""
-        from kbdb import skills
-        from kbdb.store import skills as skill_store
-        from kbdb.types import SkillLearnResult
+        from kbdb._kb import knowledge
 
-        item = skills.pending(name, description, content, _tags(tags))
-        kbid = item.doc.sections[0].kbid
-        with self._lock.hold():
-            reports, _ = self._learner.learn_pending([item])
-            with self._db.write() as conn:
-                changed = skill_store.set_metadata(
-                    conn, item.doc.docid, kbid, item.doc.description or "", item.doc.tags
-                )
-            if changed:
-                self._index.catch_up()
-                self._vectors.catch_up()
-        return SkillLearnResult(name=name, kbid=kbid, previous=reports[0].superseded)
+        return knowledge.skill_learn(self, name, description, content, _tags(tags))
 
     def skill_learn_path(self, path: str | os.PathLike[str]) -> SkillLearnResult:
         """Learn a skill from a folder holding ``SKILL.md``, or from the file itself: its
@@ -643,58 +467,15 @@ class KnowledgeBase:
 
     def skill_list(self) -> SkillList:
         """Every live skill, by name."""
-        from kbdb import skills
-        from kbdb.store import skills as skill_store
-        from kbdb.types import SkillInfo, SkillList
+        from kbdb._kb import knowledge
 
-        with self._db.read() as conn:
-            rows = skill_store.live_skills(conn)
-            tags = q.tags_of(conn, [r[1] for r in rows])
-        return SkillList(
-            skills=tuple(
-                SkillInfo(
-                    name=skills.name_of(doc),
-                    description=desc,
-                    tags=tuple(tags.get(kbid, ())),
-                    kbid=kbid,
-                    updated_at=updated,
-                )
-                for doc, kbid, desc, _, _, updated in rows
-            )
-        )
+        return knowledge.skill_list(self)
 
     def skill_get(self, name: str) -> Skill:
         """The skill ``name`` in full; NOT_FOUND when there is none."""
-        from kbdb import skills
-        from kbdb.store import skills as skill_store
-        from kbdb.types import Skill
+        from kbdb._kb import knowledge
 
-        skills.check_name(name)
-        with self._db.read() as conn:
-            row = skill_store.skill(conn, skills.docid(name))
-            if row is None:
-                raise NotFoundError(f"no skill {name!r}", hint="list them with 'kbdb skill list'")
-            tags = q.tags_of(conn, [row[1]])
-        _, kbid, desc, content, created, _ = row
-        return Skill(
-            name=name,
-            description=desc,
-            content=content,
-            tags=tuple(tags.get(kbid, ())),
-            kbid=kbid,
-            created_at=created,
-        )
-
-    def _catch_up_signatures(self) -> None:
-        """Bring the near-duplicate band table up to the change log (forget, revise and
-        import write only the log); readers never wait for it."""
-        from kbdb import neardup
-
-        with self._db.read() as conn:
-            behind = neardup.is_behind(conn)
-        if behind:
-            with self._lock.hold(), self._db.write() as conn:
-                neardup.catch_up(conn)
+        return knowledge.skill_get(self, name)
 
     # -- maintenance: check, gc, export, import ------------------------------------------
 
@@ -702,21 +483,9 @@ class KnowledgeBase:
         """Verify the database against its own rules and the index files against their
         checksums (SPEC §8.1). Read-only; streams, calling ``progress(done, total)`` as
         sections are checked. ``ok`` is false when any error is found."""
-        from kbdb.maintenance.check import run_check
+        from kbdb._kb import maintenance
 
-        model: str | None = None
-        if self._vectors.enabled:
-            try:
-                model = self._vectors.model_name
-            except KbdbError:  # the provider cannot start; its configured model still counts
-                model = self.config.embedding.model
-        return run_check(
-            self._db,
-            self.path / INDEX_DIR,
-            vector_model=model,
-            progress=progress,
-            quantized_scan=self.config.embedding.quantized_scan,
-        )
+        return maintenance.check(self, progress)
 
     def gc(
         self,
@@ -730,28 +499,9 @@ class KnowledgeBase:
         Retired sections stay (they are history) unless ``prune_retired``, which removes
         those retired more than ``older_than_days`` ago (all of them without it).
         ``dry_run`` reports the same plan and changes nothing."""
-        from kbdb.maintenance.gc import cutoff, run_gc
+        from kbdb._kb import maintenance
 
-        if older_than_days is not None:
-            if prune_retired is False:
-                raise InvalidArgumentError(
-                    "older_than_days applies only with prune_retired",
-                    hint="add --prune-retired",
-                )
-            days = older_than_days
-            if isinstance(days, bool) or not isinstance(days, (int, float)) or days < 0:
-                raise InvalidArgumentError(
-                    f"older_than_days must be a number of days >= 0 (got {older_than_days!r})"
-                )
-        return run_gc(
-            kbdir=self.path,
-            db=self._db,
-            lexical=self._index,
-            vectors=self._vectors,
-            dry_run=dry_run,
-            prune_before=cutoff(older_than_days) if prune_retired else None,
-            lock=self._lock,
-        )
+        return maintenance.gc(self, dry_run, prune_retired, older_than_days)
 
     def export(
         self,
@@ -774,18 +524,9 @@ class KnowledgeBase:
         and merges into a non-empty one; False refuses a non-empty one; True merges. A
         section whose kbid is already stored is kept as stored; documents gain the
         snapshot's entries and tags. The indexes catch up as after a learn."""
-        from kbdb.maintenance.transfer import import_report, restore, validate
+        from kbdb._kb import maintenance
 
-        started = time.perf_counter()
-        root = Path(path).expanduser().absolute()
-        sec_files, doc_files = validate(root)
-        with self._lock.hold():
-            with self._db.write() as conn:
-                live_before = q.live_count(conn)
-                counts = restore(conn, sec_files, doc_files, merge=merge)
-            self._index.catch_up()
-            self._vectors.catch_up(live_before=live_before)
-        return import_report(root, counts, started)
+        return maintenance.import_snapshot(self, path, merge)
 
     # -- internals -----------------------------------------------------------------------
 
