@@ -143,45 +143,12 @@ _LAZY: dict[str, str] = {
 """Each lazily loaded name and its module in ``kbdb._types``."""
 
 if TYPE_CHECKING:
-    from kbdb._types.knowledge import (
-        ContradictionGroup,
-        ContradictionMember,
-        ContradictionsResult,
-        Skill,
-        SkillInfo,
-        SkillLearnResult,
-        SkillList,
-    )
-    from kbdb._types.learn import (
-        LearnReport,
-        NearDuplicate,
-        RebuildReport,
-        SectionReport,
-        SkippedFile,
-    )
-    from kbdb._types.lifecycle import (
-        DocumentInfo,
-        DocumentList,
-        ForgetResult,
-        HistoryEntry,
-        HistoryResult,
-        Outline,
-        OutlineNode,
-        RelatedItem,
-        RelatedResult,
-        ReviseResult,
-        TagCount,
-        TagList,
-    )
-    from kbdb._types.maintenance import (
-        CheckCode,
-        CheckIssue,
-        CheckReport,
-        ExportReport,
-        GcReport,
-        ImportReport,
-    )
-    from kbdb._types.read import RecallResult, Section, Stats
+    # The names of _LAZY, for the type checker; each module exports only its classes.
+    from kbdb._types.knowledge import *  # noqa: F403
+    from kbdb._types.learn import *  # noqa: F403
+    from kbdb._types.lifecycle import *  # noqa: F403
+    from kbdb._types.maintenance import *  # noqa: F403
+    from kbdb._types.read import *  # noqa: F403
 else:
 
     def __getattr__(name: str) -> Any:
@@ -201,42 +168,10 @@ else:
 __all__ = [
     "DEFAULT_SECTION_TYPE",
     "DEFAULT_TYPE",
-    "CheckCode",
-    "CheckIssue",
-    "CheckReport",
-    "ContradictionGroup",
-    "ContradictionMember",
-    "ContradictionsResult",
-    "DocumentInfo",
-    "DocumentList",
-    "ExportReport",
     "Field",
-    "ForgetResult",
-    "GcReport",
-    "HistoryEntry",
-    "HistoryResult",
-    "ImportReport",
-    "LearnReport",
-    "NearDuplicate",
-    "Outline",
-    "OutlineNode",
-    "RebuildReport",
-    "RecallResult",
-    "RelatedItem",
-    "RelatedResult",
-    "ReviseResult",
     "SearchItem",
     "SearchMode",
     "SearchResult",
-    "Section",
-    "SectionReport",
-    "Skill",
-    "SkillInfo",
-    "SkillLearnResult",
-    "SkillList",
-    "SkippedFile",
-    "Stats",
-    "TagCount",
-    "TagList",
     "Verdict",
+    *_LAZY,
 ]

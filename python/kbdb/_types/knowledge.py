@@ -1,8 +1,4 @@
-"""Results of contradictions and skills (SPEC §8.5, §9).
-
-Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
-to create them.
-"""
+"""Results of contradictions and skills (SPEC §8.5, §9)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Results of ``learn`` and ``rebuild`` (SPEC §3).
-
-Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
-to create them.
-"""
+"""Results of ``learn`` and ``rebuild`` (SPEC §3)."""
 
 from __future__ import annotations
 

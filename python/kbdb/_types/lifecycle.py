@@ -1,8 +1,4 @@
-"""Results of revise, history, forget and navigation (SPEC §5).
-
-Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
-to create them.
-"""
+"""Results of revise, history, forget and navigation (SPEC §5)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Results of check, gc, export and import (SPEC §8).
-
-Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
-to create them.
-"""
+"""Results of check, gc, export and import (SPEC §8)."""
 
 from __future__ import annotations
 

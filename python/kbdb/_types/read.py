@@ -1,8 +1,4 @@
-"""Results of ``recall`` and ``stats`` (SPEC §2).
-
-Import these from :mod:`kbdb.types`; they live here so that a lexical search does not pay
-to create them.
-"""
+"""Results of ``recall`` and ``stats`` (SPEC §2)."""
 
 from __future__ import annotations
 
