@@ -16,10 +16,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 success, 1 completed with problems, 2 usage or configuration error,
     3 knowledge base not found or locked.
+
+    Without ``argv`` this is the ``kbdb`` process itself, and after a read-only command
+    (search, recall, stats) it may end the process with the exit code instead of returning
+    (see ``kbdb.cli.app._quick_exit``).
     """
     from kbdb.cli.app import run
 
-    return run(argv)
+    return run(argv, console=argv is None)
 
 
 __all__ = ["main"]

@@ -150,10 +150,43 @@ def _error_dict(message: str, code: str) -> dict[str, str]:
     return {"error": message, "code": code}
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return the exit code. Every exception stops here."""
+def run(argv: Sequence[str] | None = None, *, console: bool = False) -> int:
+    """Run the CLI and return the exit code. Every exception stops here.
+
+    ``console``: this is the process's own ``kbdb`` command (not a call from Python), so
+    after a command that asked for it (``State.quick_exit``) the process may end here."""
     args = list(sys.argv[1:] if argv is None else argv)
     st = State()
+    code = _invoke(args, st)
+    if console and st.quick_exit:
+        _quick_exit(code)
+    return code
+
+
+def _quick_exit(code: int) -> None:
+    """End the process now, without the interpreter's teardown of every module (about a
+    tenth of a cold ``kbdb search``: benches/bench_cold_start.py), when that teardown has
+    nothing left to do: no ``atexit`` callbacks (logging, coverage, ``weakref.finalize``),
+    no other thread and no thread-exit hooks, and stdout and stderr flushed. Otherwise, or
+    when a flush fails, return and let the normal exit do its work and report as before."""
+    import atexit
+
+    if atexit._ncallbacks():
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and (
+        threading.active_count() > 1 or getattr(threading, "_threading_atexits", None)
+    ):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
+
+
+def _invoke(args: list[str], st: State) -> int:
     try:
         rv: Any = cli.main(args, prog_name="kbdb", obj=st, standalone_mode=False)
     except KbdbError as exc:

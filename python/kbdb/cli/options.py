@@ -33,6 +33,9 @@ class State:
     json: bool = False
     quiet: bool = False
     debug: bool = False
+    # Set by a read-only command (its knowledge base closed, nothing left to write): the
+    # ``kbdb`` process may then end without the interpreter's teardown (cli.app.run).
+    quick_exit: bool = False
 
     @property
     def interactive(self) -> bool:

@@ -81,6 +81,7 @@ def search(
     """
     text = " ".join(query)
     st = state()
+    st.quick_exit = True
     with st.open(model=mode != "lexical") as kb:
         res = kb.search(
             text,

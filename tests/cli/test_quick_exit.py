@@ -1,0 +1,75 @@
+"""The ``kbdb`` process ends without the interpreter's teardown after a read-only command
+(``kbdb.cli.app._quick_exit``), but only when that teardown had nothing to do: whatever
+else the process registered still runs, and the output and exit code are those of a
+normal exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.cli.conftest import cli_env
+
+# Runs `kbdb ARGS` as the console script does (main() without argv), after SETUP.
+PROBE = """
+import sys
+{setup}
+from kbdb.cli import main
+sys.exit(main())
+"""
+
+
+def console(cwd: Path, setup: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(setup=setup), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=cli_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+def test_search_output_and_code_are_complete(learned: Path) -> None:
+    proc = console(learned, "", "--json", "search", "connection", "pool")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["items"]  # the whole document was flushed
+    table = console(learned, "", "search", "connection", "pool")
+    assert table.returncode == 0 and table.stdout.rstrip().endswith("answered")
+
+
+def test_an_error_keeps_its_exit_code(tmp_path: Path) -> None:
+    proc = console(tmp_path, "", "--json", "search", "x")
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout)["code"] == "KB_NOT_FOUND"
+
+
+def test_atexit_callbacks_still_run(learned: Path) -> None:
+    setup = "import atexit\natexit.register(lambda: print('ATEXIT-RAN', file=sys.stderr))"
+    for args in (("search", "pool"), ("stats",), ("--json", "search", "nothing-matches-this")):
+        proc = console(learned, setup, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "ATEXIT-RAN" in proc.stderr, args
+
+
+def test_other_threads_are_still_joined(learned: Path) -> None:
+    setup = (
+        "import threading, time\n"
+        "def late():\n"
+        "    time.sleep(0.3)\n"
+        "    print('THREAD-DONE', file=sys.stderr, flush=True)\n"
+        "threading.Thread(target=late).start()"
+    )
+    proc = console(learned, setup, "search", "pool")
+    assert proc.returncode == 0, proc.stderr
+    assert "THREAD-DONE" in proc.stderr
+
+
+def test_debug_logging_is_flushed(learned: Path) -> None:
+    """--debug loads logging, whose atexit hook flushes its handlers: the normal exit."""
+    proc = console(learned, "", "--debug", "search", "pool")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("answered")
