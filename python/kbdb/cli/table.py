@@ -91,11 +91,24 @@ def char_width(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+class _Widths(dict[str, int]):
+    """``char_width`` of each character met so far: a table of ten rows measures the same
+    few hundred characters thousands of times (most of the drawing time of a cold
+    ``kbdb search``, whose snippets end in "…")."""
+
+    def __missing__(self, ch: str) -> int:
+        width = self[ch] = char_width(ch)
+        return width
+
+
+_WIDTHS = _Widths()
+
+
 def cell_len(text: str) -> int:
     """Terminal cells ``text`` takes: wide characters count two, combining marks none."""
     if text.isascii():
         return len(text)
-    return sum(char_width(ch) for ch in text)
+    return sum(map(_WIDTHS.__getitem__, text))
 
 
 def _chop(text: str, width: int) -> list[str]:
@@ -103,7 +116,7 @@ def _chop(text: str, width: int) -> list[str]:
     out: list[str] = []
     line, size = "", 0
     for ch in text:
-        w = char_width(ch)
+        w = _WIDTHS[ch]
         if size + w > width and line:
             out.append(line)
             line, size = "", 0
@@ -164,7 +177,7 @@ def _truncate(spans: list[Span], width: int, ellipsis: bool) -> list[Span]:
     for text, style in spans:
         piece = ""
         for ch in text:
-            w = char_width(ch)
+            w = _WIDTHS[ch]
             if used + w > keep:
                 break
             piece += ch
@@ -247,8 +260,11 @@ def draw(
     the caller draws with rich)."""
     widths = []
     for i, col in enumerate(columns):
+        if col.width is not None or col.flexible:  # a flexible one gets what remains below
+            widths.append(col.width or 0)
+            continue
         cells = [[(col.header, "")], *(row[i] for row in rows)]
-        widths.append(col.width if col.width is not None else _content_width(cells))
+        widths.append(_content_width(cells))
     fixed = sum(w + 2 for w, c in zip(widths, columns, strict=True) if not c.flexible)
     remaining = width - (len(columns) - 1) - fixed
     flexible = [i for i, c in enumerate(columns) if c.flexible]
