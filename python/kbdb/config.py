@@ -5,8 +5,9 @@ against it, ``default_config_text()`` writes it out, and ``set_value()`` parses 
 strings with it. Anything unknown, mistyped or impossible raises
 :class:`~kbdb.errors.ConfigInvalidError` naming the file, the key and what is allowed.
 
-Reading uses ``tomllib`` only; ``tomlkit`` (comment-preserving edits) is imported lazily by
-``set_value`` so that a plain search never pays for it.
+Reading uses ``tomllib``, except for a file of the plain shape that kbdb itself writes, which
+``_simple_toml`` reads the same way without loading it; ``tomlkit`` (comment-preserving
+edits) is imported lazily by ``set_value``. So a plain search pays for neither.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from kbdb.errors import ConfigInvalidError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 Provider = Literal["none", "onnx", "api"]
 Fusion = Literal["rrf", "linear"]
@@ -68,12 +64,20 @@ def _show(value: object) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class _Rule:
-    """What a value must satisfy beyond its type, and how to say so."""
+def _anything(_: Any) -> bool:
+    return True
 
-    phrase: str
-    check: Callable[[Any], bool] = lambda _: True
+
+class _Rule:
+    """What a value must satisfy beyond its type, and how to say so. A plain class, as
+    is ``ConfigKey``: every command reads the configuration, and creating a dataclass
+    costs more than reading ``worker.toml`` (benches/bench_cold_start.py)."""
+
+    __slots__ = ("check", "phrase")
+
+    def __init__(self, phrase: str, check: Callable[[Any], bool] = _anything) -> None:
+        self.phrase = phrase
+        self.check = check
 
 
 def _range(lo: int, hi: float = math.inf, *, lo_open: bool = False) -> _Rule:
@@ -100,15 +104,23 @@ _ENV_VAR = _Rule(
 )
 
 
-@dataclass(frozen=True)
 class ConfigKey:
-    """One key of ``worker.toml``: its type, default, what is allowed and what it does."""
+    """One key of ``worker.toml``: its type, default, what is allowed and what it does.
+    ``active``: written uncommented by ``default_config_text()``."""
 
-    section: str
-    name: str
-    default: Any
-    rule: _Rule = _ANY
-    active: bool = False  # written uncommented by default_config_text()
+    __slots__ = ("active", "default", "name", "rule", "section")
+
+    def __init__(
+        self, section: str, name: str, default: Any, rule: _Rule = _ANY, *, active: bool = False
+    ) -> None:
+        self.section = section
+        self.name = name
+        self.default = default
+        self.rule = rule
+        self.active = active
+
+    def __repr__(self) -> str:
+        return f"ConfigKey({self.dotted}, default={self.default!r})"
 
     @property
     def dotted(self) -> str:
@@ -363,7 +375,65 @@ def _read(path: Path) -> str | None:
         raise ConfigInvalidError(f"{path}: not valid UTF-8 (at byte {exc.start})") from None
 
 
+# The TOML that worker.toml is made of (what `kbdb init` and `kbdb config set` write):
+# `[section]` headers, `key = value` lines whose value is a basic string without escapes,
+# a boolean, a decimal integer or a float, comments and blank lines.
+_BARE = r"[A-Za-z0-9_-]+"
+_INT = r"[+-]?(?:0|[1-9](?:_?[0-9])*)"
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_SIMPLE_LINE = re.compile(
+    rf"""[ \t]*(?:
+        \[(?P<section>{_BARE})\]
+      | (?P<key>{_BARE})[ \t]*=[ \t]*(?:
+            "(?P<str>[^"\\]*)"
+          | (?P<bool>true|false)
+          | (?P<float>{_INT}(?:\.{_DIGITS}(?:[eE][+-]?{_DIGITS})?|[eE][+-]?{_DIGITS}))
+          | (?P<int>{_INT})
+        )
+    )?[ \t]*(?:\#.*)?""",
+    re.VERBOSE,
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _simple_toml(text: str) -> dict[str, Any] | None:
+    """``text`` parsed, when it is only what ``_SIMPLE_LINE`` reads, in sections, with no
+    key or section given twice: then the result is what ``tomllib`` returns, without
+    loading it (importing tomllib is a few per cent of a cold ``kbdb search``). None for
+    anything else, valid or not, which ``tomllib`` then reads or reports."""
+    data: dict[str, dict[str, Any]] = {}
+    table: dict[str, Any] | None = None
+    for line in text.split("\n"):
+        m = _SIMPLE_LINE.fullmatch(line)
+        if m is None or _CONTROL.search(line):
+            return None
+        section, key = m.group("section", "key")
+        if section is not None:
+            if section in data:
+                return None
+            table = data[section] = {}
+        elif key is not None:
+            if table is None or key in table:
+                return None
+            if m.group("str") is not None:
+                table[key] = m.group("str")
+            elif m.group("bool") is not None:
+                table[key] = m.group("bool") == "true"
+            elif m.group("float") is not None:
+                table[key] = float(m.group("float").replace("_", ""))
+            else:
+                table[key] = int(m.group("int").replace("_", ""))
+    return data
+
+
 def _parse(text: str, where: str) -> dict[str, Any]:
+    simple = _simple_toml(text)
+    if simple is not None:
+        return simple
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
     try:
         data: dict[str, Any] = tomllib.loads(text)
         return data

@@ -80,10 +80,12 @@ def test_lexical_search_imports_nothing_heavy(learned: Path) -> None:
 
 
 def test_search_does_not_load_rich_or_tomlkit(learned: Path) -> None:
-    """The table is drawn by kbdb.cli.table (DESIGN.md: not rich's heavy parts)."""
+    """The table is drawn by kbdb.cli.table (DESIGN.md: not rich's heavy parts), and the
+    worker.toml that init wrote is read without tomllib (kbdb.config._simple_toml)."""
     for args in (("--json", "search", "pool"), ("search", "pool"), ("search", "pool", "-n", "1")):
         modules = roots(loaded(learned, *args))
         assert "rich" not in modules and "tomlkit" not in modules, args
+        assert "tomllib" not in modules, args
 
 
 def test_help_loads_no_command_module(learned: Path) -> None:

@@ -20,11 +20,6 @@ from pathlib import Path
 from kbdb._log import log
 from kbdb.errors import ConfigInvalidError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
-
 SYNONYM_WEIGHT = 0.6
 
 AnalyzeFn = Callable[[str], list[str]]
@@ -110,6 +105,12 @@ def load_groups(kbdir: Path) -> list[list[str]]:
     path = kbdir / FILE_NAME
     if not path.exists():
         return groups
+    # Here, not at import: most knowledge bases have no synonyms.toml, and loading tomllib
+    # is a few per cent of a cold `kbdb search`.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
