@@ -73,3 +73,17 @@ def test_debug_logging_is_flushed(learned: Path) -> None:
     proc = console(learned, "", "--debug", "search", "pool")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith("answered")
+
+
+def test_collection_is_paused_only_for_the_quick_commands(learned: Path) -> None:
+    """kbdb.cli.main pauses the cyclic garbage collector while loading; every command but
+    the short read-only ones (cli.app.QUICK) turns it back on."""
+    setup = (
+        "import atexit, gc\natexit.register(lambda: print('GC', gc.isenabled(), file=sys.stderr))"
+    )
+    for args, enabled in ((("search", "pool"), False), (("stats",), False), (("docs",), True)):
+        proc = console(learned, setup, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert f"GC {enabled}" in proc.stderr, args
+    learn = console(learned, setup, "learn", "docs")
+    assert learn.returncode == 0 and "GC True" in learn.stderr, learn.stderr

@@ -17,10 +17,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 success, 1 completed with problems, 2 usage or configuration error,
     3 knowledge base not found or locked.
 
-    Without ``argv`` this is the ``kbdb`` process itself, and after a read-only command
-    (search, recall, stats) it may end the process with the exit code instead of returning
-    (see ``kbdb.cli.app._quick_exit``).
+    Without ``argv`` this is the ``kbdb`` process itself: after a short read-only command
+    (search, recall, stats: ``kbdb.cli.app.QUICK``) it may end the process with the exit
+    code instead of returning (``kbdb.cli.app._quick_exit``).
     """
+    if argv is None:
+        import gc
+
+        # Loading the CLI and the engine creates tens of thousands of objects and no
+        # garbage cycles worth a collection; kbdb.cli.app turns collection back on for
+        # every command but the short read-only ones (QUICK).
+        gc.disable()
     from kbdb.cli.app import run
 
     return run(argv, console=argv is None)

@@ -8,6 +8,7 @@ failure), 2 usage or configuration error, 3 knowledge base not found or locked.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -22,6 +23,11 @@ from kbdb.errors import KbdbError
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
+
+QUICK = frozenset({"search", "recall", "stats"})
+"""Short read-only commands. Run as the ``kbdb`` process, they run without the cyclic
+garbage collector (it collected nothing of note, for a tenth of a cold search's start-up
+spent in collections) and end without the interpreter's teardown (``_quick_exit``)."""
 
 
 # Every command, in help order: name -> (module in kbdb.cli.commands, attribute, short help).
@@ -134,6 +140,10 @@ def cli(ctx: click.Context) -> None:
     Learn Markdown, text, HTML and JSON into a .kbdb folder, then recall the relevant
     sections by ranked search.
     """
+    st = ctx.ensure_object(State)
+    st.quick_exit = ctx.invoked_subcommand in QUICK
+    if st.console and not st.quick_exit:
+        gc.enable()  # paused by kbdb.cli.main while loading; any other command needs it
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
@@ -154,9 +164,9 @@ def run(argv: Sequence[str] | None = None, *, console: bool = False) -> int:
     """Run the CLI and return the exit code. Every exception stops here.
 
     ``console``: this is the process's own ``kbdb`` command (not a call from Python), so
-    after a command that asked for it (``State.quick_exit``) the process may end here."""
+    after a command of ``QUICK`` the process may end here."""
     args = list(sys.argv[1:] if argv is None else argv)
-    st = State()
+    st = State(console=console)
     code = _invoke(args, st)
     if console and st.quick_exit:
         _quick_exit(code)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -25,17 +24,23 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
 class State:
-    """What the global options asked for; ``ctx.obj`` of every command."""
+    """What the global options asked for; ``ctx.obj`` of every command. A plain class:
+    creating a dataclass costs a cold ``kbdb search`` more than parsing its arguments.
 
-    db: str | None = None
-    json: bool = False
-    quiet: bool = False
-    debug: bool = False
-    # Set by a read-only command (its knowledge base closed, nothing left to write): the
-    # ``kbdb`` process may then end without the interpreter's teardown (cli.app.run).
-    quick_exit: bool = False
+    ``console``: this is the ``kbdb`` process itself, not a call from Python.
+    ``quick_exit``: the command is a short read-only one (``cli.app.QUICK``), so the
+    process may end without the interpreter's teardown (``cli.app.run``)."""
+
+    __slots__ = ("console", "db", "debug", "json", "quick_exit", "quiet")
+
+    def __init__(self, *, console: bool = False) -> None:
+        self.db: str | None = None
+        self.json = False
+        self.quiet = False
+        self.debug = False
+        self.console = console
+        self.quick_exit = False
 
     @property
     def interactive(self) -> bool:

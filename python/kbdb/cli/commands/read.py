@@ -21,7 +21,6 @@ def recall(kbids: tuple[str, ...], docid: str | None) -> int:
     if not kbids and docid is None:
         raise click.UsageError("give one or more KBIDs, or --docid ID")
     st = state()
-    st.quick_exit = True
     with st.open() as kb:
         res = kb.recall(*kbids, docid=docid)
     if st.json:
@@ -36,7 +35,6 @@ def recall(kbids: tuple[str, ...], docid: str | None) -> int:
 def stats() -> int:
     """Counts, sizes on disk, the analyzer, the embedding provider and the index state."""
     st = state()
-    st.quick_exit = True
     with st.open() as kb:
         res = kb.stats()
     if st.json:

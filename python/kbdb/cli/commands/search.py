@@ -81,7 +81,6 @@ def search(
     """
     text = " ".join(query)
     st = state()
-    st.quick_exit = True
     with st.open(model=mode != "lexical") as kb:
         res = kb.search(
             text,
