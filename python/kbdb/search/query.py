@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from kbdb import _core
 from kbdb.errors import InvalidArgumentError
@@ -23,11 +22,23 @@ MAX_QUERY_TERMS = 1024
 INVALID_ARGUMENT rather than letting one search hold the engine for seconds."""
 
 
-@dataclass(frozen=True)
 class ParsedQuery:
-    clauses: tuple[tuple[tuple[tuple[str, float], ...], bool], ...]
-    phrases: tuple[tuple[tuple[str, int], ...], ...]
-    surfaces: tuple[str, ...]  # per clause: the word as the user typed it
+    """``clauses``: per distinct term, its (term, weight) alternatives and whether the
+    clause is required (False: only the whole form of a split identifier); ``phrases``:
+    (term, offset) runs; ``surfaces``: per clause, the word as the user typed it. A plain
+    class: creating a dataclass costs a cold ``kbdb search`` about a millisecond."""
+
+    __slots__ = ("clauses", "phrases", "surfaces")
+
+    def __init__(
+        self,
+        clauses: tuple[tuple[tuple[tuple[str, float], ...], bool], ...],
+        phrases: tuple[tuple[tuple[str, int], ...], ...],
+        surfaces: tuple[str, ...],
+    ) -> None:
+        self.clauses = clauses
+        self.phrases = phrases
+        self.surfaces = surfaces
 
     @property
     def empty(self) -> bool:
