@@ -7,7 +7,7 @@
 //! whitespace follow Python's rules: lengths and offsets count chars (code points), and
 //! "whitespace" is Python's `str.isspace` (Unicode `White_Space` plus U+001C..U+001F).
 
-use super::{pipeline, Analyzer};
+use super::{identifier, pipeline, Analyzer, MAX_TOKEN_BYTES};
 
 pub const ELLIPSIS: char = '…';
 
@@ -53,7 +53,11 @@ impl Analyzer {
                 return self.snippet(fb, terms, width, None);
             }
         }
-        let chars: Vec<char> = text.chars().collect();
+        let chars: Vec<char> = if text.is_ascii() {
+            text.bytes().map(char::from).collect() // vectorizes; `chars()` decodes
+        } else {
+            text.chars().collect()
+        };
         let n = chars.len();
         if n <= width {
             return cut(&chars, 0, n, &hits);
@@ -99,10 +103,22 @@ impl Analyzer {
         let prefix = std::cell::OnceCell::new();
         let skip = |w: &str| prefix.get_or_init(|| PrefixFilter::new(terms)).skips(w);
         let mut out = Vec::new();
+        let mut term = String::new();
+        // Consecutive ASCII chunks are scanned as one stretch: only ASCII whitespace lies
+        // between them, which ends runs anyway, and one call per stretch instead of per
+        // word saves most of the scan's overhead (all of it for ASCII text).
+        if text.is_ascii() {
+            self.ascii_hits(text, (0, text.len()), &bigrams, terms, &mut term, &mut out);
+            return out;
+        }
+        let mut stretch: Option<(usize, usize)> = None;
         super::segment::for_each_chunk(text, |start, end, ascii| {
             if ascii {
-                self.ascii_hits(text, start, end, &bigrams, terms, &mut out);
+                stretch = Some((stretch.map_or(start, |(s, _)| s), end));
                 return;
+            }
+            if let Some(range) = stretch.take() {
+                self.ascii_hits(text, range, &bigrams, terms, &mut term, &mut out);
             }
             pipeline::run_skipping(&self.stemmer, &text[start..end], Some(&skip), |t| {
                 if let Some(term) = terms.iter().position(|&x| x == t.text) {
@@ -114,6 +130,9 @@ impl Analyzer {
                 }
             });
         });
+        if let Some(range) = stretch {
+            self.ascii_hits(text, range, &bigrams, terms, &mut term, &mut out);
+        }
         if !text.is_ascii() {
             to_char_offsets(text, &mut out);
         }
@@ -140,18 +159,22 @@ fn to_char_offsets(text: &str, hits: &mut [Hit]) {
 }
 
 impl Analyzer {
-    /// [`Analyzer::hits`] of the ASCII chunk `text[from..to]`, as byte offsets: only the
-    /// runs that [`Bigrams`] lets through are analyzed. A run is a maximal stretch of letters, digits and the characters that
-    /// can join them into one word (`_ ' . : , ;`); ASCII word segmentation never looks
+    /// [`Analyzer::hits`] of the all-ASCII `text[from..to]` (one or more chunks, with the
+    /// whitespace between them), as byte offsets: only the runs that [`Bigrams`] lets
+    /// through are analyzed. A run is a maximal stretch of letters, digits and the
+    /// characters that can join them into one word (`_ ' . : , ;`); ASCII word segmentation never looks
     /// past one, so analyzing a run alone yields exactly the terms (and byte offsets,
     /// shifted) that it yields inside the whole text.
+    ///
+    /// A run that is one simple word (`identifier::is_simple`) is looked up directly: the
+    /// pipeline would make it one segment and take the same one-lookup path.
     fn ascii_hits(
         &self,
         text: &str,
-        from: usize,
-        to: usize,
+        (from, to): (usize, usize),
         filter: &Bigrams,
         terms: &[&str],
+        term: &mut String,
         out: &mut Vec<Hit>,
     ) {
         let chunk = &text.as_bytes()[from..to];
@@ -169,14 +192,13 @@ impl Analyzer {
                 if k == BREAK {
                     break;
                 }
-                // Where a part can start (a superset of the identifier splitter's
-                // boundaries): after a joiner or the run's start, at a capital, and
-                // between a letter and a digit.
-                if !may
-                    && k != JOIN
-                    && (prev == JOIN || k == UPPER || (k == DIGIT) != (prev == DIGIT))
-                {
-                    may = filter.may_start_at(chunk, i);
+                if PART_START[prev as usize][k as usize] && filter.may_start_at(chunk, i) {
+                    // The run is analyzed whole: only its end is left to find.
+                    may = true;
+                    while i < chunk.len() && CLASS[chunk[i] as usize] != BREAK {
+                        i += 1;
+                    }
+                    break;
                 }
                 prev = k;
                 i += 1;
@@ -185,7 +207,20 @@ impl Analyzer {
                 continue;
             }
             let base = from + start;
-            pipeline::run(&self.stemmer, &text[base..from + i], |t| {
+            let run = &text[base..from + i];
+            if run.len() <= MAX_TOKEN_BYTES && identifier::is_simple(run) {
+                if self.stemmer.simple_term_into(run, term) {
+                    if let Some(t) = terms.iter().position(|&x| x == term.as_str()) {
+                        out.push(Hit {
+                            start: base,
+                            end: from + i,
+                            term: t,
+                        });
+                    }
+                }
+                continue;
+            }
+            pipeline::run(&self.stemmer, run, |t| {
                 if let Some(term) = terms.iter().position(|&x| x == t.text) {
                     out.push(Hit {
                         start: base + t.start,
@@ -205,6 +240,27 @@ const UPPER: u8 = 2;
 const DIGIT: u8 = 3;
 /// `_ ' . : , ;`: can join letters or digits into one word, or separate its parts.
 const JOIN: u8 = 4;
+
+/// `PART_START[prev][k]`: whether a part can start at a byte of class `k` after one of
+/// class `prev` (`JOIN` at a run's start), a superset of the identifier splitter's
+/// boundaries: after a joiner or the run's start, at a capital, and between a letter and
+/// a digit; never at a joiner.
+static PART_START: [[bool; 5]; 5] = {
+    let mut t = [[false; 5]; 5];
+    let mut prev = 0;
+    while prev < 5 {
+        let mut k = 0;
+        while k < 5 {
+            let (p, c) = (prev as u8, k as u8);
+            t[prev][k] = c != JOIN
+                && c != BREAK
+                && (p == JOIN || c == UPPER || (c == DIGIT) != (p == DIGIT));
+            k += 1;
+        }
+        prev += 1;
+    }
+    t
+};
 
 static CLASS: [u8; 256] = {
     let mut t = [BREAK; 256];
