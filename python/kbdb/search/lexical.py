@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -44,8 +43,7 @@ _FIELDS = (
 )
 # ``matched_fields`` for each field mask.
 _FIELD_SETS = tuple(
-    tuple(name for bit, name in _FIELDS if mask & bit)
-    for mask in range(1 << len(_FIELDS))
+    tuple(name for bit, name in _FIELDS if mask & bit) for mask in range(1 << len(_FIELDS))
 )
 
 
@@ -216,17 +214,17 @@ class LexicalSearcher:
             return {}
         with self.db.read() as conn:
             links = _links(conn, [h.kbid for h in hits])
-        docs: dict[str, list[str]] = {}
-        per_doc: Counter[str] = Counter()
-        for kbid, pairs in links.items():
-            live = [d for d, is_live in pairs if is_live]
-            docs[kbid] = live
-            per_doc.update(live)
-        if len(per_doc) == sum(per_doc.values()):
+        # Per document: how many candidates are live in it (a plain dict: Counter.update
+        # costs more than the rest of this function).
+        per_doc: dict[str, int] = {}
+        for pairs in links.values():
+            for d, is_live in pairs:
+                if is_live:
+                    per_doc[d] = per_doc.get(d, 0) + 1
+        if all(n == 1 for n in per_doc.values()):
             return links  # no document has two candidates: every boost is 1
         for h in hits:
-            live = docs.get(h.kbid)
-            m = max([per_doc[d] for d in live]) if live else 1
+            m = max([per_doc[d] for d, is_live in links.get(h.kbid, ()) if is_live], default=1)
             h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
             h.score *= h.boost
         # Strict hits stay above relaxed ones; within each tier, by boosted score.
@@ -252,7 +250,9 @@ class LexicalSearcher:
             if missing:
                 links.update(_links(conn, missing))
         clauses = parsed.clauses
-        required = sum(1 for _, req in clauses if req) or len(clauses)
+        required_flags = [req for _, req in clauses]
+        required = sum(required_flags) or len(clauses)
+        alternatives = [[alt for alt, _ in alts] for alts, _ in clauses]
         snippet = self.analyzer.snippet
         items: list[SearchItem] = []
         for h in page:
@@ -266,13 +266,13 @@ class LexicalSearcher:
             if h.confidence is not None:
                 conf = h.confidence
             else:
-                covered = sum(1 for i in matched_clauses if clauses[i][1])
+                covered = sum([required_flags[i] for i in matched_clauses])
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
             if row.type.startswith("image/"):
                 text = ""
             else:
-                terms = {alt for i in matched_clauses for alt, _ in clauses[i][0]}
+                terms = {alt for i in matched_clauses for alt in alternatives[i]}
                 _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
                 text = snippet(body, terms, SNIPPET_CHARS, row.content)[0]
             items.append(
@@ -343,13 +343,16 @@ def _links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
     out: Links = {}
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
+        # Sorted by SQLite (BINARY collation orders UTF-8 as Python orders str).
         for kbid, docid, live in conn.execute(
-            f"SELECT DISTINCT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})",
+            "SELECT DISTINCT kbid, docid, live FROM document_sections"
+            f" WHERE kbid IN ({marks}) ORDER BY kbid, docid, live",
             tuple(chunk),
         ):
-            out.setdefault(kbid, []).append((docid, bool(live)))
-    for v in out.values():
-        v.sort()
+            pairs = out.get(kbid)
+            if pairs is None:
+                out[kbid] = pairs = []
+            pairs.append((docid, live != 0))
     return out
 
 
