@@ -6,7 +6,9 @@ synthetic tree of 100k Markdown files, and ``learn_many`` on SciFact beside bm25
   ``PYTHONPATH`` picks the checkout), timed by wall clock. Its peak RSS comes from
   ``wait4``; while it runs, the parent samples its RSS (``/proc/PID/status``) and the
   documents committed so far (a read-only SQLite query), and reports the RSS at 10, 50 and
-  100 % of the files: flat memory shows as equal values.
+  100 % of the files: flat memory shows as equal values. The RSS is also split into its
+  anonymous part (the process's heaps) and its file part (the index segments mapped in,
+  which grow with the index and which the kernel can drop).
 - **The synthetic tree**: ``--files`` Markdown files (default 100,000), 1,000 per folder,
   each an H1 title, an intro and one to three H2 sections of 2-6 sentences drawn from the
   SciFact abstracts (seeded). It is written once under ``--cache`` and reused; its
@@ -107,14 +109,21 @@ def count_files(root: Path) -> int:
 # -- the CLI in a subprocess --------------------------------------------------------------
 
 
-def _rss_kb(pid: int) -> int | None:
+def _rss_kb(pid: int) -> tuple[int, int, int] | None:
+    """``(VmRSS, RssAnon, RssFile)`` in KiB. RssAnon is the process's own memory (heaps);
+    RssFile is file pages mapped in, here the lexical index's segments, which the kernel
+    can drop at any time and which grow with the index, not with the learn's progress."""
+    fields: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                fields[key] = int(line.split()[1])
     except OSError:
         return None
-    return None
+    if len(fields) < 3:
+        return None
+    return fields["VmRSS"], fields["RssAnon"], fields["RssFile"]
 
 
 def _documents(db: Path) -> int | None:
@@ -149,7 +158,8 @@ def run_learn(corpus: Path, files: int) -> dict[str, Any]:
         db = Path(tmp) / "kb"
         subprocess.run(cli("init", str(db)), check=True, capture_output=True)
         out_path = Path(tmp) / "stdout.txt"
-        samples: list[tuple[float, int, int]] = []  # (seconds, rss KiB, documents)
+        # (seconds, RSS KiB, documents, RssAnon KiB, RssFile KiB)
+        samples: list[tuple[float, int, int, int, int]] = []
         with out_path.open("wb") as out, open(os.devnull, "wb") as err:
             t0 = time.perf_counter()
             proc = subprocess.Popen(
@@ -164,7 +174,7 @@ def run_learn(corpus: Path, files: int) -> dict[str, Any]:
                 rss = _rss_kb(proc.pid)
                 docs = _documents(db) or docs
                 if rss is not None:
-                    samples.append((time.perf_counter() - t0, rss, docs))
+                    samples.append((time.perf_counter() - t0, rss[0], docs, rss[1], rss[2]))
                 time.sleep(SAMPLE_S)
             wall = time.perf_counter() - t0
             proc.returncode = os.waitstatus_to_exitcode(status)
@@ -176,11 +186,15 @@ def run_learn(corpus: Path, files: int) -> dict[str, Any]:
         sections = conn.execute("SELECT COUNT(*) FROM sections WHERE retired_at IS NULL").fetchone()
         documents = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
         conn.close()
-    marks = {}
+    marks: dict[str, float | None] = {}
+    anon: dict[str, float | None] = {}
+    mapped: dict[str, float | None] = {}
     for pct in RSS_MARKS:
         goal = documents * pct / 100
         hit = next((s for s in samples if s[2] >= goal), samples[-1] if samples else None)
         marks[f"{pct}%"] = None if hit is None else round(hit[1] / 1024, 1)
+        anon[f"{pct}%"] = None if hit is None else round(hit[3] / 1024, 1)
+        mapped[f"{pct}%"] = None if hit is None else round(hit[4] / 1024, 1)
     return {
         "files": files,
         "documents": documents,
@@ -191,9 +205,11 @@ def run_learn(corpus: Path, files: int) -> dict[str, Any]:
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "rss_mb_at_files": marks,
+        "rss_anon_mb_at_files": anon,
+        "rss_file_mb_at_files": mapped,
         "rss_samples": [
-            (round(t, 2), round(r / 1024, 1), d)
-            for t, r, d in samples[:: max(1, len(samples) // 40)]
+            (round(t, 2), round(r / 1024, 1), d, round(a / 1024, 1), round(f / 1024, 1))
+            for t, r, d, a, f in samples[:: max(1, len(samples) // 40)]
         ],
         "summary": summary[0] if summary else "",
     }
@@ -290,7 +306,8 @@ def main() -> int:
     print_table(
         "kbdb learn (CLI, fresh knowledge base, one process each)",
         ["corpus", "files", "sections", "seconds", "files/s", "sections/s", "peak RSS MB"]
-        + [f"RSS MB at {p}%" for p in RSS_MARKS],
+        + [f"RSS MB at {p}%" for p in RSS_MARKS]
+        + ["anon MB at " + "/".join(f"{p}" for p in RSS_MARKS) + "%"],
         [
             [
                 r["corpus"],
@@ -301,6 +318,9 @@ def main() -> int:
                 r.get("sections_per_s"),
                 r.get("peak_rss_mb"),
                 *[r.get("rss_mb_at_files", {}).get(f"{p}%") for p in RSS_MARKS],
+                "/".join(
+                    f"{r.get('rss_anon_mb_at_files', {}).get(f'{p}%') or 0:.0f}" for p in RSS_MARKS
+                ),
             ]
             for r in results
         ],
