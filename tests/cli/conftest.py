@@ -37,6 +37,19 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def python_c(code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE ARGS`` in a fresh process, in ``cwd``, with the CLI's environment."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=cli_env(),
+        timeout=120,
+        check=False,
+    )
+
+
 @pytest.fixture
 def kbdb(tmp_path: Path) -> Kbdb:
     """``kbdb(*args, input=None, cwd=tmp_path, env=None)`` → Run(code, out, err)."""

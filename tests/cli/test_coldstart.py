@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.conftest import cli_env
+from tests.cli.conftest import cli_env, python_c
 
 HEAVY = ("onnxruntime", "mcp", "httpx", "numpy", "tokenizers")
 # kbdb modules a lexical search must not import: learning, near-duplicates, the lifecycle,
@@ -47,15 +47,7 @@ sys.exit(code)
 
 def loaded(cwd: Path, *args: str) -> set[str]:
     """Every module name in ``sys.modules`` after ``kbdb ARGS`` in a fresh process."""
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        capture_output=True,
-        cwd=cwd,
-        env=cli_env(),
-        timeout=120,
-        check=False,
-        text=True,
-    )
+    proc = python_c(PROBE, *args, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert line.startswith("MODULES=")
@@ -108,15 +100,8 @@ def test_importing_the_cli_is_light(tmp_path: Path) -> None:
         f"print(','.join(m for m in {watched!r} if m in sys.modules))\n"
         "print(','.join(m for m in sys.modules if m.startswith('kbdb.cli.commands.')))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=cli_env(),
-        timeout=60,
-        check=True,
-    )
+    proc = python_c(code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["", ""]
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.cli.conftest import cli_env
+from tests.cli.conftest import python_c
 
 # Runs `kbdb ARGS` as the console script does (main() without argv), after SETUP.
 PROBE = """
@@ -22,15 +21,7 @@ sys.exit(main())
 
 
 def console(cwd: Path, setup: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", PROBE.format(setup=setup), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=cli_env(),
-        timeout=120,
-        check=False,
-    )
+    return python_c(PROBE.format(setup=setup), *args, cwd=cwd)
 
 
 def test_search_output_and_code_are_complete(learned: Path) -> None:
