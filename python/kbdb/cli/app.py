@@ -189,8 +189,9 @@ def _quick_exit(code: int) -> None:
     ):
         return
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the descriptor was closed before we started
+                stream.flush()
     except (OSError, ValueError):
         return
     os._exit(code)
