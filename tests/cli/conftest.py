@@ -37,10 +37,13 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def python_c(code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -c CODE ARGS`` in a fresh process, in ``cwd``, with the CLI's environment."""
+def python_c(
+    code: str, *args: str, cwd: Path, launcher: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE ARGS`` in a fresh process, in ``cwd``, with the CLI's environment;
+    ``launcher``: a command that execs it (``sh -c 'exec "$0" "$@" >&-'``)."""
     return subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [*launcher, sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         cwd=cwd,

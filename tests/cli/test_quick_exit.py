@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.cli.conftest import cli_env, python_c
+from tests.cli.conftest import python_c
 
 # Runs `kbdb ARGS` as the console script does (main() without argv), after SETUP.
 PROBE = """
@@ -84,23 +83,7 @@ def test_collection_is_paused_only_for_the_quick_commands(learned: Path) -> None
 def test_a_closed_stdout_ends_as_before(learned: Path) -> None:
     """Started with stdout closed (``kbdb search x >&-``), Python has no sys.stdout: the
     quick exit must not trip over it (the search itself reports the problem, exit 1)."""
-    proc = subprocess.run(
-        [
-            "sh",
-            "-c",
-            'exec "$0" "$@" >&-',
-            sys.executable,
-            "-c",
-            PROBE.format(setup=""),
-            "search",
-            "pool",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=learned,
-        env=cli_env(),
-        timeout=120,
-        check=False,
-    )
+    closed = ("sh", "-c", 'exec "$0" "$@" >&-')
+    proc = python_c(PROBE.format(setup=""), "search", "pool", cwd=learned, launcher=closed)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.startswith("kbdb: ")
