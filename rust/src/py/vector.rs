@@ -350,6 +350,55 @@ impl PyVectorIndex {
         Ok(hits.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
     }
 
+    /// `search` for several queries in one pass: `queries` holds whole query vectors
+    /// back to back (a `(q, dimensions)` float32 array, or their bytes); element `i` of
+    /// the result is exactly `search(queries[i], ...)`, but every stored vector is read
+    /// once for all of them.
+    #[pyo3(signature = (queries, *, limit = 10, allow = None, threads = 0, exact = false, candidates = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_many(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        limit: i64,
+        allow: Option<Vec<String>>,
+        threads: i64,
+        exact: bool,
+        candidates: Option<usize>,
+    ) -> PyResult<Vec<(Vec<String>, Vec<f32>)>> {
+        let threads = thread_count(threads)?;
+        let data = float32_bytes(queries)?;
+        let bytes = data.as_bytes();
+        let hits = py.detach(|| {
+            let limit = usize::try_from(limit)
+                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
+            let all = query_vector(bytes)?;
+            let snap = self.inner.snapshot();
+            let dims = usize::from(snap.state.dimensions);
+            if dims == 0 || !all.len().is_multiple_of(dims) {
+                return Err(Error::InvalidArgument(format!(
+                    "the queries hold {} float32s, not a whole number of {dims}-dimensional \
+                     vectors",
+                    all.len()
+                )));
+            }
+            let queries: Vec<&[f32]> = all.chunks_exact(dims).collect();
+            let allow = allow.as_deref().map(to_kbids).transpose()?;
+            snap.search_many(
+                &queries,
+                limit,
+                allow.as_deref(),
+                threads,
+                exact,
+                candidates,
+            )
+        })?;
+        Ok(hits
+            .into_iter()
+            .map(|h| h.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+            .collect())
+    }
+
     /// Reads every stored byte once; the benchmarks' memory-bandwidth yardstick.
     #[pyo3(signature = (*, threads = 0))]
     fn stream_read(&self, py: Python<'_>, threads: i64) -> PyResult<u64> {

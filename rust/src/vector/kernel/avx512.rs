@@ -8,7 +8,8 @@ use super::Kernel;
 use crate::vector::KBID_LEN;
 
 pub(super) fn detect() -> Option<Kernel> {
-    is_x86_feature_detected!("avx512f").then(|| Kernel::new("avx512", dot_ptr, dot_rows))
+    is_x86_feature_detected!("avx512f")
+        .then(|| Kernel::new("avx512", dot_ptr, dot_rows).with_many(dot_rows_many))
 }
 
 /// # Safety
@@ -58,5 +59,88 @@ unsafe fn dot_rows(q: &[f32], records: &[u8], stride: usize, rows: &[u32], out: 
                 q.len(),
             )
         };
+    }
+}
+
+/// `dot_ptr` of `Q` queries with one vector: each 16 components of `v` are loaded once and
+/// multiplied into every query's accumulators. Per query, the accumulators, the order of
+/// the FMAs and the reduction are those of `dot_ptr`, so every score is the same bits.
+///
+/// # Safety
+/// As `dot_ptr`, for every query.
+#[target_feature(enable = "avx512f")]
+unsafe fn dot_block<const Q: usize>(q: [*const f32; Q], v: *const u8, n: usize) -> [f32; Q] {
+    let v = v.cast::<f32>();
+    let mut acc = [[_mm512_setzero_ps(); 4]; Q];
+    let mut i = 0;
+    // SAFETY (every load below): as in `dot_ptr`.
+    unsafe {
+        while i + 64 <= n {
+            for j in 0..4 {
+                let k = i + 16 * j;
+                let x = _mm512_loadu_ps(v.add(k));
+                for (a, q) in acc.iter_mut().zip(&q) {
+                    a[j] = _mm512_fmadd_ps(_mm512_loadu_ps(q.add(k)), x, a[j]);
+                }
+            }
+            i += 64;
+        }
+        while i + 16 <= n {
+            let x = _mm512_loadu_ps(v.add(i));
+            for (a, q) in acc.iter_mut().zip(&q) {
+                a[0] = _mm512_fmadd_ps(_mm512_loadu_ps(q.add(i)), x, a[0]);
+            }
+            i += 16;
+        }
+        if i < n {
+            let mask: __mmask16 = ((1u32 << (n - i)) - 1) as u16;
+            let x = _mm512_maskz_loadu_ps(mask, v.add(i));
+            for (a, q) in acc.iter_mut().zip(&q) {
+                a[1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, q.add(i)), x, a[1]);
+            }
+        }
+    }
+    acc.map(|a| {
+        let s = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+        _mm512_reduce_add_ps(s)
+    })
+}
+
+/// # Safety
+/// The CPU supports AVX-512F; every row's vector lies inside `records`, every query is
+/// as long as the vectors, `out` holds `rows.len() * queries.len()` scores (checked by
+/// `Kernel::dot_rows_many`).
+#[target_feature(enable = "avx512f")]
+unsafe fn dot_rows_many(
+    queries: &[&[f32]],
+    records: &[u8],
+    stride: usize,
+    rows: &[u32],
+    out: &mut [f32],
+) {
+    const BLOCK: usize = 4;
+    let Some(n) = queries.first().map(|q| q.len()) else {
+        return;
+    };
+    let base = records.as_ptr();
+    let ptrs: Vec<*const f32> = queries.iter().map(|q| q.as_ptr()).collect();
+    for (scores, &r) in out.chunks_exact_mut(queries.len()).zip(rows) {
+        // SAFETY: the record lies inside `records` (caller).
+        let v = unsafe { base.add(r as usize * stride + KBID_LEN) };
+        let mut blocks = ptrs.chunks_exact(BLOCK);
+        let mut at = 0;
+        for b in &mut blocks {
+            // SAFETY: the features are present; the queries and record as the caller says.
+            let got = unsafe { dot_block::<BLOCK>([b[0], b[1], b[2], b[3]], v, n) };
+            scores[at..at + BLOCK].copy_from_slice(&got);
+            at += BLOCK;
+        }
+        // SAFETY (each arm): as above.
+        match *blocks.remainder() {
+            [a] => scores[at] = unsafe { dot_block::<1>([a], v, n) }[0],
+            [a, b] => scores[at..].copy_from_slice(&unsafe { dot_block::<2>([a, b], v, n) }),
+            [a, b, c] => scores[at..].copy_from_slice(&unsafe { dot_block::<3>([a, b, c], v, n) }),
+            _ => {}
+        }
     }
 }

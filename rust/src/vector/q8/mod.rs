@@ -72,7 +72,7 @@ use crate::failpoint;
 use crate::format::sync_dir;
 
 pub use kernel::{available, best, scalar, Q8Kernel, Q8Query};
-pub use scan::{candidates, search_quantized};
+pub use scan::{candidates, search_quantized, search_quantized_many};
 
 /// The file name, beside `vectors.idx`.
 pub const Q8_FILE: &str = "vectors.q8";

@@ -12,13 +12,11 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use rayon::prelude::*;
-
 use super::kernel::{self, Q8Kernel, Q8Query};
 use super::Q8Reader;
 use crate::vector::file::VectorReader;
 use crate::vector::filter::Bitset;
-use crate::vector::scan::{run_on, scan, Part, Threads};
+use crate::vector::scan::{next_rows, run_here, run_pieces, scan, scan_many, Part, Threads};
 use crate::vector::topk::TopK;
 use crate::vector::{KbidHash, Score};
 
@@ -28,11 +26,10 @@ pub const OVERSAMPLE: usize = 10;
 pub const MIN_CANDIDATES: usize = 100;
 /// Rows scored per kernel call.
 const BLOCK_ROWS: usize = 512;
-/// Below this many rows the integer scan stays on the calling thread (~6 MB at 384 dims).
-const PARALLEL_MIN_ROWS: usize = 16_384;
-/// Smallest piece handed to one rayon task, and pieces per thread above it.
+/// Smallest piece handed to one rayon task (~6 MB at 384 dims). Below
+/// [`crate::vector::PARALLEL_MIN_RECORDS`] rows the scan stays on the calling thread, and
+/// it is cut into pieces as the f32 scan is (`crate::vector::scan::run_pieces`).
 const MIN_PIECE_ROWS: usize = 16_384;
-const PIECES_PER_THREAD: usize = 16;
 
 /// How many candidates a search for `k` results rescores: `max(10 k, 100)` (measured on
 /// SciFact MiniLM embeddings in `benches/bench_vector_scan.py`; see docs/embeddings.md).
@@ -102,17 +99,7 @@ fn scan_piece(
     let mut scores = [0i32; BLOCK_ROWS];
     let mut pos = start;
     loop {
-        let n = match filter {
-            Some(f) => f.fill(&mut pos, end, &mut rows),
-            None => {
-                let n = (end - pos).min(BLOCK_ROWS);
-                for (j, r) in rows[..n].iter_mut().enumerate() {
-                    *r = (pos + j) as u32;
-                }
-                pos += n;
-                n
-            }
-        };
+        let n = next_rows(filter, &mut pos, end, &mut rows);
         if n == 0 {
             return;
         }
@@ -120,6 +107,40 @@ fn scan_piece(
         for (&s, &r) in scores[..n].iter().zip(&rows[..n]) {
             if s >= top.threshold {
                 top.push(s, r);
+            }
+        }
+    }
+}
+
+/// [`scan_piece`] for several queries: each row is read once and scored against every
+/// query; `tops[i]` receives query `i`'s scores.
+#[allow(clippy::too_many_arguments)]
+fn scan_piece_many(
+    q8: &Q8Reader,
+    filter: Option<&Bitset>,
+    start: usize,
+    end: usize,
+    queries: &[Q8Query],
+    k: &Q8Kernel,
+    tops: &mut [TopRows],
+) {
+    let (codes, stride) = (q8.rows(), q8.stride());
+    let nq = queries.len();
+    let block = (BLOCK_ROWS * 2 / nq.max(1)).clamp(1, BLOCK_ROWS);
+    let mut rows = vec![0u32; block];
+    let mut scores = vec![0i32; block * nq];
+    let mut pos = start;
+    loop {
+        let n = next_rows(filter, &mut pos, end, &mut rows);
+        if n == 0 {
+            return;
+        }
+        k.dot_rows_many(queries, codes, stride, &rows[..n], &mut scores[..n * nq]);
+        for (row_scores, &r) in scores[..n * nq].chunks_exact(nq).zip(&rows[..n]) {
+            for (top, &s) in tops.iter_mut().zip(row_scores) {
+                if s >= top.threshold {
+                    top.push(s, r);
+                }
             }
         }
     }
@@ -136,32 +157,70 @@ pub fn candidate_rows(
     let query = Q8Query::new(q, q8.params(), q8.stride());
     let k = kernel::best();
     let total = q8.len();
-    let run_here = n == 0
-        || threads == Threads::Current
-        || total < PARALLEL_MIN_ROWS
-        || matches!(threads, Threads::All if rayon::current_num_threads() < 2);
-    if run_here {
-        let mut top = TopRows::new(n);
-        scan_piece(q8, filter, 0, total, &query, k, &mut top);
-        return top.rows();
+    run_pieces(
+        &[total],
+        MIN_PIECE_ROWS,
+        threads,
+        n == 0 || run_here(threads, total),
+        || TopRows::new(n),
+        |_, s, e, top| scan_piece(q8, filter, s, e, &query, k, top),
+        TopRows::merge,
+    )
+    .rows()
+}
+
+/// [`candidate_rows`] for several queries in one pass over `q8`: element `i` equals
+/// `candidate_rows(q8, filter, queries[i], n, threads)`.
+pub fn candidate_rows_many(
+    q8: &Q8Reader,
+    filter: Option<&Bitset>,
+    queries: &[&[f32]],
+    n: usize,
+    threads: Threads,
+) -> Vec<Vec<u32>> {
+    let quantized: Vec<Q8Query> = queries
+        .iter()
+        .map(|q| Q8Query::new(q, q8.params(), q8.stride()))
+        .collect();
+    let k = kernel::best();
+    let total = q8.len();
+    run_pieces(
+        &[total],
+        MIN_PIECE_ROWS,
+        threads,
+        n == 0 || run_here(threads, total),
+        || {
+            (0..queries.len())
+                .map(|_| TopRows::new(n))
+                .collect::<Vec<_>>()
+        },
+        |_, s, e, tops| scan_piece_many(q8, filter, s, e, &quantized, k, tops),
+        |a, b| a.into_iter().zip(b).map(|(x, y)| x.merge(y)).collect(),
+    )
+    .into_iter()
+    .map(TopRows::rows)
+    .collect()
+}
+
+/// The candidates `rows` of `base` rescored exactly for `q`, with the exact top of the
+/// append file, into the final top `k`.
+fn rescore(
+    base: &VectorReader,
+    rows: &[u32],
+    appends: Vec<(KbidHash, Score)>,
+    q: &[f32],
+    k: usize,
+) -> Vec<(KbidHash, Score)> {
+    let mut scores = vec![0f32; rows.len()];
+    crate::vector::kernel::best().dot_rows(q, base.records(), base.stride(), rows, &mut scores);
+    let mut top = TopK::new(k);
+    for (&s, &r) in scores.iter().zip(rows) {
+        top.push(s, *base.kbid(r as usize));
     }
-    let run = || {
-        let piece = total
-            .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
-            .max(MIN_PIECE_ROWS);
-        (0..total)
-            .step_by(piece)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|s| {
-                let mut top = TopRows::new(n);
-                scan_piece(q8, filter, s, (s + piece).min(total), &query, k, &mut top);
-                top
-            })
-            .reduce(|| TopRows::new(n), TopRows::merge)
-            .rows()
-    };
-    run_on(threads, run)
+    for (kbid, s) in appends {
+        top.push(s, kbid);
+    }
+    top.into_sorted()
 }
 
 /// The best `k` live records for `q`: `base` through its q8 copy (candidates rescored
@@ -180,18 +239,34 @@ pub fn search_quantized(
 ) -> Vec<(KbidHash, Score)> {
     let n = n.max(k);
     let rows = candidate_rows(q8, base_filter, q, n, threads);
-    let mut scores = vec![0f32; rows.len()];
-    crate::vector::kernel::best().dot_rows(q, base.records(), base.stride(), &rows, &mut scores);
-    let mut top = TopK::new(k);
-    for (&s, &r) in scores.iter().zip(&rows) {
-        top.push(s, *base.kbid(r as usize));
-    }
-    if let Some(a) = appends {
-        for (kbid, s) in scan(&[a], q, k, threads) {
-            top.push(s, kbid);
-        }
-    }
-    top.into_sorted()
+    let side = appends.map_or_else(Vec::new, |a| scan(&[a], q, k, threads));
+    rescore(base, &rows, side, q, k)
+}
+
+/// [`search_quantized`] for several queries, one pass over `q8` and one over the append
+/// file for all of them: element `i` equals `search_quantized(.., queries[i], ..)`.
+#[allow(clippy::too_many_arguments)]
+pub fn search_quantized_many(
+    base: &VectorReader,
+    q8: &Q8Reader,
+    base_filter: Option<&Bitset>,
+    appends: Option<Part<'_>>,
+    queries: &[&[f32]],
+    k: usize,
+    n: usize,
+    threads: Threads,
+) -> Vec<Vec<(KbidHash, Score)>> {
+    let n = n.max(k);
+    let rows = candidate_rows_many(q8, base_filter, queries, n, threads);
+    let mut side = match appends {
+        Some(a) => scan_many(&[a], queries, k, threads),
+        None => vec![Vec::new(); queries.len()],
+    };
+    rows.iter()
+        .zip(queries)
+        .zip(side.iter_mut())
+        .map(|((r, q), a)| rescore(base, r, std::mem::take(a), q, k))
+        .collect()
 }
 
 #[cfg(test)]
