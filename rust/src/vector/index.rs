@@ -383,18 +383,8 @@ impl Snapshot {
         let parts: Vec<Part<'_>> = std::iter::once(base_part).chain(append_part).collect();
         let q8 = self.q8.as_deref().filter(|_| !exact);
         let n = candidates.unwrap_or_else(|| q8::candidates(limit));
-        let pass = |group: &[&[f32]]| match (q8, group) {
-            (Some(q8), [q]) => vec![q8::search_quantized(
-                &self.base,
-                q8,
-                base_part.filter,
-                append_part,
-                q,
-                limit,
-                n,
-                threads,
-            )],
-            (Some(q8), _) => q8::search_quantized_many(
+        let pass = |group: &[&[f32]]| match q8 {
+            Some(q8) => q8::search_quantized_many(
                 &self.base,
                 q8,
                 base_part.filter,
@@ -404,7 +394,7 @@ impl Snapshot {
                 n,
                 threads,
             ),
-            (None, _) => scan_many(&parts, group, limit, threads),
+            None => scan_many(&parts, group, limit, threads),
         };
         Ok(queries
             .chunks(MAX_QUERIES_PER_PASS)

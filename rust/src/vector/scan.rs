@@ -91,25 +91,34 @@ fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     Some(p)
 }
 
-/// Fills `rows` with the next eligible row indices of `part` from `*pos` up to `end` (its
-/// filter's set bits, or contiguous rows), advancing `*pos`; returns how many (0: done).
+/// Calls `block(rows)` with the eligible row indices of `[start, end)`, at most
+/// `rows.len()` at a time and in order: the set bits of `filter` (tested before any dot
+/// product), or every row when there is none.
 #[inline]
-pub(crate) fn next_rows(
+pub(crate) fn for_each_block(
     filter: Option<&Bitset>,
-    pos: &mut usize,
+    start: usize,
     end: usize,
     rows: &mut [u32],
-) -> usize {
-    match filter {
-        Some(f) => f.fill(pos, end, rows),
-        None => {
-            let n = (end - *pos).min(rows.len());
-            for (j, r) in rows[..n].iter_mut().enumerate() {
-                *r = (*pos + j) as u32;
+    mut block: impl FnMut(&[u32]),
+) {
+    let mut pos = start;
+    loop {
+        let n = match filter {
+            Some(f) => f.fill(&mut pos, end, rows),
+            None => {
+                let n = (end - pos).min(rows.len());
+                for (j, r) in rows[..n].iter_mut().enumerate() {
+                    *r = (pos + j) as u32;
+                }
+                pos += n;
+                n
             }
-            *pos += n;
-            n
+        };
+        if n == 0 {
+            return;
         }
+        block(&rows[..n]);
     }
 }
 
@@ -119,19 +128,15 @@ fn scan_piece(part: Part<'_>, start: usize, end: usize, q: &[f32], k: &Kernel, t
     let (records, stride) = (reader.records(), reader.stride());
     let mut rows = [0u32; BLOCK_ROWS];
     let mut scores = [0f32; BLOCK_ROWS];
-    let mut pos = start;
-    loop {
-        let n = next_rows(part.filter, &mut pos, end, &mut rows);
-        if n == 0 {
-            return;
-        }
-        k.dot_rows(q, records, stride, &rows[..n], &mut scores[..n]);
-        for (&s, &r) in scores[..n].iter().zip(&rows[..n]) {
+    for_each_block(part.filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len()];
+        k.dot_rows(q, records, stride, rows, scores);
+        for (&s, &r) in scores.iter().zip(rows) {
             if top.would_accept(s) {
                 top.push(s, *reader.kbid(r as usize));
             }
         }
-    }
+    });
 }
 
 /// [`scan_piece`] for several queries at once: each record is read once and scored
@@ -148,24 +153,19 @@ fn scan_piece_many(
     let (records, stride) = (reader.records(), reader.stride());
     let nq = queries.len();
     // Rows per block shrink with the query count, so the score buffer stays a few KiB.
-    let block = (BLOCK_ROWS * 4 / nq.max(1)).clamp(1, BLOCK_ROWS);
-    let mut rows = vec![0u32; block];
-    let mut scores = vec![0f32; block * nq];
-    let mut pos = start;
-    loop {
-        let n = next_rows(part.filter, &mut pos, end, &mut rows);
-        if n == 0 {
-            return;
-        }
-        k.dot_rows_many(queries, records, stride, &rows[..n], &mut scores[..n * nq]);
-        for (row_scores, &r) in scores[..n * nq].chunks_exact(nq).zip(&rows[..n]) {
+    let mut rows = vec![0u32; (BLOCK_ROWS * 4 / nq.max(1)).clamp(1, BLOCK_ROWS)];
+    let mut scores = vec![0f32; rows.len() * nq];
+    for_each_block(part.filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len() * nq];
+        k.dot_rows_many(queries, records, stride, rows, scores);
+        for (row_scores, &r) in scores.chunks_exact(nq).zip(rows) {
             for (top, &s) in tops.iter_mut().zip(row_scores) {
                 if top.would_accept(s) {
                     top.push(s, *reader.kbid(r as usize));
                 }
             }
         }
-    }
+    });
 }
 
 /// Whether a scan of `total` rows runs on the calling thread (see the module docs).
@@ -225,19 +225,7 @@ pub(crate) fn run_pieces<T: Send>(
 /// The best `k` records of `parts` for `q` (dot product), best first, ties by kbid.
 /// Every part's dimensions must equal `q.len()` (the caller checks).
 pub fn scan(parts: &[Part<'_>], q: &[f32], k: usize, threads: Threads) -> Vec<(KbidHash, Score)> {
-    let kernel = kernel::best();
-    let lens: Vec<usize> = parts.iter().map(|p| p.reader.len()).collect();
-    let serial = k == 0 || run_here(threads, lens.iter().sum());
-    run_pieces(
-        &lens,
-        MIN_PIECE_RECORDS,
-        threads,
-        serial,
-        || TopK::new(k),
-        |seg, s, e, top| scan_piece(parts[seg], s, e, q, kernel, top),
-        TopK::merge,
-    )
-    .into_sorted()
+    scan_many(parts, &[q], k, threads).pop().unwrap_or_default()
 }
 
 /// [`scan`] for several queries in one pass: the best `k` records of `parts` for each of
@@ -256,12 +244,9 @@ pub fn scan_many(
     if queries.is_empty() {
         return Vec::new();
     }
-    if let [q] = queries {
-        return vec![scan(parts, q, k, threads)];
-    }
     let kernel = kernel::best();
-    let aligned = AlignedQueries::new(queries);
-    let queries = &aligned.slices()[..];
+    let aligned = AlignedQueries::new(if queries.len() > 1 { queries } else { &[] });
+    let many = aligned.slices();
     let lens: Vec<usize> = parts.iter().map(|p| p.reader.len()).collect();
     let serial = k == 0 || run_here(threads, lens.iter().sum());
     run_pieces(
@@ -270,7 +255,10 @@ pub fn scan_many(
         threads,
         serial,
         || (0..queries.len()).map(|_| TopK::new(k)).collect::<Vec<_>>(),
-        |seg, s, e, tops| scan_piece_many(parts[seg], s, e, queries, kernel, tops),
+        |seg, s, e, tops| match (queries, &mut tops[..]) {
+            ([q], [top]) => scan_piece(parts[seg], s, e, q, kernel, top),
+            _ => scan_piece_many(parts[seg], s, e, &many, kernel, tops),
+        },
         |a, b| a.into_iter().zip(b).map(|(x, y)| x.merge(y)).collect(),
     )
     .into_iter()

@@ -107,16 +107,7 @@ impl Kernel {
         rows: &[u32],
         out: &mut [f32],
     ) {
-        assert!(
-            stride >= KBID_LEN + q.len() * COMPONENT_BYTES,
-            "record stride too short"
-        );
-        assert!(out.len() >= rows.len(), "score buffer too short");
-        let count = records.len() / stride;
-        assert!(
-            rows.iter().all(|&r| (r as usize) < count),
-            "row past the end of the records"
-        );
+        check_rows(q.len(), records, stride, rows, out.len(), rows.len());
         // SAFETY: CPU features as in `dot`; every row's record lies inside `records` and
         // holds `q.len()` components (both asserted above).
         unsafe { (self.dot_rows)(q, records, stride, rows, out) }
@@ -154,19 +145,8 @@ impl Kernel {
             queries.iter().all(|q| q.len() == dims),
             "queries of different lengths"
         );
-        assert!(
-            stride >= KBID_LEN + dims * COMPONENT_BYTES,
-            "record stride too short"
-        );
-        assert!(
-            out.len() >= rows.len() * queries.len(),
-            "score buffer too short"
-        );
-        let count = records.len() / stride;
-        assert!(
-            rows.iter().all(|&r| (r as usize) < count),
-            "row past the end of the records"
-        );
+        let needed = rows.len() * queries.len();
+        check_rows(dims, records, stride, rows, out.len(), needed);
         if let Some(many) = self.dot_rows_many {
             // SAFETY: CPU features as in `dot`; every row's record lies inside `records`
             // and holds `dims` components, every query is `dims` long and `out` holds
@@ -185,6 +165,28 @@ impl Kernel {
             }
         }
     }
+}
+
+/// The bounds every `dot_rows*` relies on: records of `stride` bytes hold `dims`
+/// components after the kbid, every row is inside `records`, `out_len >= needed`.
+fn check_rows(
+    dims: usize,
+    records: &[u8],
+    stride: usize,
+    rows: &[u32],
+    out_len: usize,
+    needed: usize,
+) {
+    assert!(
+        stride >= KBID_LEN + dims * COMPONENT_BYTES,
+        "record stride too short"
+    );
+    assert!(out_len >= needed, "score buffer too short");
+    let count = records.len() / stride;
+    assert!(
+        rows.iter().all(|&r| (r as usize) < count),
+        "row past the end of the records"
+    );
 }
 
 /// Every kernel this CPU supports, widest first; scalar is always last.

@@ -90,20 +90,7 @@ impl Q8Kernel {
         rows: &[u32],
         out: &mut [i32],
     ) {
-        assert!(
-            stride > 0 && stride.is_multiple_of(64),
-            "q8 stride must be a multiple of 64"
-        );
-        assert!(
-            q.q8.len() == stride && q.q16.len() == stride,
-            "query not padded to the stride"
-        );
-        assert!(out.len() >= rows.len(), "score buffer too short");
-        let count = codes.len() / stride;
-        assert!(
-            rows.iter().all(|&r| (r as usize) < count),
-            "row past the end of the codes"
-        );
+        check_rows(std::slice::from_ref(q), codes, stride, rows, out.len());
         // SAFETY: `self` exists only if `detect` found the CPU features; every row lies
         // inside `codes` and the query covers the whole stride (asserted above).
         unsafe { (self.rows)(&q.q8, &q.q16, codes, stride, rows, out) }
@@ -124,25 +111,7 @@ impl Q8Kernel {
         rows: &[u32],
         out: &mut [i32],
     ) {
-        assert!(
-            stride > 0 && stride.is_multiple_of(64),
-            "q8 stride must be a multiple of 64"
-        );
-        assert!(
-            queries
-                .iter()
-                .all(|q| q.q8.len() == stride && q.q16.len() == stride),
-            "query not padded to the stride"
-        );
-        assert!(
-            out.len() >= rows.len() * queries.len(),
-            "score buffer too short"
-        );
-        let count = codes.len() / stride;
-        assert!(
-            rows.iter().all(|&r| (r as usize) < count),
-            "row past the end of the codes"
-        );
+        check_rows(queries, codes, stride, rows, out.len());
         if queries.is_empty() {
             return;
         }
@@ -156,6 +125,30 @@ impl Q8Kernel {
             }
         }
     }
+}
+
+/// The bounds the kernels rely on: `stride` a positive multiple of 64, every query padded
+/// to it, every row inside `codes`, `out_len` scores for every row and query.
+fn check_rows(queries: &[Q8Query], codes: &[u8], stride: usize, rows: &[u32], out_len: usize) {
+    assert!(
+        stride > 0 && stride.is_multiple_of(64),
+        "q8 stride must be a multiple of 64"
+    );
+    assert!(
+        queries
+            .iter()
+            .all(|q| q.q8.len() == stride && q.q16.len() == stride),
+        "query not padded to the stride"
+    );
+    assert!(
+        out_len >= rows.len() * queries.len(),
+        "score buffer too short"
+    );
+    let count = codes.len() / stride;
+    assert!(
+        rows.iter().all(|&r| (r as usize) < count),
+        "row past the end of the codes"
+    );
 }
 
 /// # Safety
