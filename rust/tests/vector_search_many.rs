@@ -12,28 +12,11 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use kbdb_core::vector::{
-    KbidHash, OpenMode, Threads, VectorIndex, MAX_QUERIES_PER_PASS, PARALLEL_MIN_RECORDS,
+    KbidHash, Threads, VectorIndex, MAX_QUERIES_PER_PASS, PARALLEL_MIN_RECORDS,
 };
 use kbdb_core::Error;
 use proptest::prelude::*;
-use vector_util::{brute_force, dataset, live_set, unit_vector, Rng};
-
-fn create(dir: &Path, dims: u16, quantized: bool) -> VectorIndex {
-    let ix = VectorIndex::open(
-        dir,
-        OpenMode::Create {
-            model_name: "m".into(),
-            dimensions: dims,
-        },
-    )
-    .unwrap();
-    ix.set_quantized(quantized).unwrap();
-    ix
-}
-
-fn le(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
+use vector_util::{brute_force, create_index, dataset, le, live_set, unit_vector, Rng};
 
 fn f32s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)
@@ -46,7 +29,7 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 /// and extended (appends), staying under the compaction threshold so that the side files
 /// remain.
 fn messy_index(dir: &Path, n: usize, dims: usize, seed: u64, quantized: bool) -> VectorIndex {
-    let ix = create(dir, dims as u16, quantized);
+    let ix = create_index(dir, dims as u16, quantized);
     let mut rng = Rng(seed | 1);
     let (kbids, mut bytes) = dataset(&mut rng, n, dims);
     let len = dims * 4;

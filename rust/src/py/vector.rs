@@ -79,6 +79,11 @@ fn query_vector(bytes: &[u8]) -> Result<Vec<f32>> {
         .collect())
 }
 
+fn result_limit(limit: i64) -> Result<usize> {
+    usize::try_from(limit)
+        .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))
+}
+
 fn thread_count(threads: i64) -> Result<Threads> {
     usize::try_from(threads)
         .map(Threads::from_count)
@@ -334,8 +339,7 @@ impl PyVectorIndex {
         let data = float32_bytes(query)?;
         let bytes = data.as_bytes();
         let hits = py.detach(|| {
-            let limit = usize::try_from(limit)
-                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
+            let limit = result_limit(limit)?;
             let q = query_vector(bytes)?;
             let allow = allow.as_deref().map(to_kbids).transpose()?;
             self.inner.snapshot().search_with(
@@ -370,8 +374,7 @@ impl PyVectorIndex {
         let data = float32_bytes(queries)?;
         let bytes = data.as_bytes();
         let hits = py.detach(|| {
-            let limit = usize::try_from(limit)
-                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
+            let limit = result_limit(limit)?;
             let all = query_vector(bytes)?;
             let snap = self.inner.snapshot();
             let dims = usize::from(snap.state.dimensions);

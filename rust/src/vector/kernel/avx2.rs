@@ -115,11 +115,12 @@ unsafe fn dot_block<const Q: usize>(q: [*const f32; Q], v: *const u8, n: usize) 
     out
 }
 
+/// Two queries at a time: their 8 accumulators, the record's and a query's loads fit the
+/// 16 registers.
+///
 /// # Safety
-/// The CPU supports AVX2 and FMA; every row's vector lies inside `records`, every query
-/// is as long as the vectors, `out` holds `rows.len() * queries.len()` scores (checked by
-/// `Kernel::dot_rows_many`).
-#[target_feature(enable = "avx2,fma")]
+/// As `super::rows_by_blocks`: the CPU supports AVX2 and FMA; the checks of
+/// `Kernel::dot_rows_many` passed.
 unsafe fn dot_rows_many(
     queries: &[&[f32]],
     records: &[u8],
@@ -127,27 +128,6 @@ unsafe fn dot_rows_many(
     rows: &[u32],
     out: &mut [f32],
 ) {
-    // Two queries' 8 accumulators, the record's and a query's load fit the 16 registers.
-    const BLOCK: usize = 2;
-    let Some(n) = queries.first().map(|q| q.len()) else {
-        return;
-    };
-    let base = records.as_ptr();
-    let ptrs: Vec<*const f32> = queries.iter().map(|q| q.as_ptr()).collect();
-    for (scores, &r) in out.chunks_exact_mut(queries.len()).zip(rows) {
-        // SAFETY: the record lies inside `records` (caller).
-        let v = unsafe { base.add(r as usize * stride + KBID_LEN) };
-        let mut blocks = ptrs.chunks_exact(BLOCK);
-        let mut at = 0;
-        for b in &mut blocks {
-            // SAFETY: the features are present; the queries and record as the caller says.
-            let got = unsafe { dot_block::<BLOCK>([b[0], b[1]], v, n) };
-            scores[at..at + BLOCK].copy_from_slice(&got);
-            at += BLOCK;
-        }
-        if let [a] = *blocks.remainder() {
-            // SAFETY: as above.
-            scores[at] = unsafe { dot_block::<1>([a], v, n) }[0];
-        }
-    }
+    // SAFETY: as this function's contract.
+    unsafe { super::rows_by_blocks::<2>(dot_block::<2>, queries, records, stride, rows, out) }
 }

@@ -106,11 +106,11 @@ unsafe fn dot_block<const Q: usize>(q: [*const f32; Q], v: *const u8, n: usize) 
     })
 }
 
+/// Four queries at a time: their 16 accumulators and the loads fit the 32 registers.
+///
 /// # Safety
-/// The CPU supports AVX-512F; every row's vector lies inside `records`, every query is
-/// as long as the vectors, `out` holds `rows.len() * queries.len()` scores (checked by
-/// `Kernel::dot_rows_many`).
-#[target_feature(enable = "avx512f")]
+/// As `super::rows_by_blocks`: the CPU supports AVX512F; the checks of
+/// `Kernel::dot_rows_many` passed.
 unsafe fn dot_rows_many(
     queries: &[&[f32]],
     records: &[u8],
@@ -118,29 +118,6 @@ unsafe fn dot_rows_many(
     rows: &[u32],
     out: &mut [f32],
 ) {
-    const BLOCK: usize = 4;
-    let Some(n) = queries.first().map(|q| q.len()) else {
-        return;
-    };
-    let base = records.as_ptr();
-    let ptrs: Vec<*const f32> = queries.iter().map(|q| q.as_ptr()).collect();
-    for (scores, &r) in out.chunks_exact_mut(queries.len()).zip(rows) {
-        // SAFETY: the record lies inside `records` (caller).
-        let v = unsafe { base.add(r as usize * stride + KBID_LEN) };
-        let mut blocks = ptrs.chunks_exact(BLOCK);
-        let mut at = 0;
-        for b in &mut blocks {
-            // SAFETY: the features are present; the queries and record as the caller says.
-            let got = unsafe { dot_block::<BLOCK>([b[0], b[1], b[2], b[3]], v, n) };
-            scores[at..at + BLOCK].copy_from_slice(&got);
-            at += BLOCK;
-        }
-        // SAFETY (each arm): as above.
-        match *blocks.remainder() {
-            [a] => scores[at] = unsafe { dot_block::<1>([a], v, n) }[0],
-            [a, b] => scores[at..].copy_from_slice(&unsafe { dot_block::<2>([a, b], v, n) }),
-            [a, b, c] => scores[at..].copy_from_slice(&unsafe { dot_block::<3>([a, b, c], v, n) }),
-            _ => {}
-        }
-    }
+    // SAFETY: as this function's contract.
+    unsafe { super::rows_by_blocks::<4>(dot_block::<4>, queries, records, stride, rows, out) }
 }

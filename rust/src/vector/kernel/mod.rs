@@ -167,6 +167,44 @@ impl Kernel {
     }
 }
 
+/// A register-blocked kernel: the dots of `B` queries (pointers to `n` f32s each) with one
+/// vector (`n` little-endian f32s at any alignment).
+type DotBlock<const B: usize> = unsafe fn(q: [*const f32; B], v: *const u8, n: usize) -> [f32; B];
+
+/// The `dot_rows_many` of a register-blocked kernel: for each row, the queries in blocks of
+/// `B`, the last block padded with copies of its last query (whose extra scores are
+/// dropped: each query's arithmetic is independent of the others in the block).
+///
+/// # Safety
+/// As the kernel's `dot_ptr`, for every query and row (the checks of
+/// [`Kernel::dot_rows_many`]); `block` may run on this CPU.
+unsafe fn rows_by_blocks<const B: usize>(
+    block: DotBlock<B>,
+    queries: &[&[f32]],
+    records: &[u8],
+    stride: usize,
+    rows: &[u32],
+    out: &mut [f32],
+) {
+    let Some(n) = queries.first().map(|q| q.len()) else {
+        return;
+    };
+    let groups: Vec<[*const f32; B]> = queries
+        .chunks(B)
+        .map(|g| std::array::from_fn(|i| g[i.min(g.len() - 1)].as_ptr()))
+        .collect();
+    let base = records.as_ptr();
+    for (scores, &r) in out.chunks_exact_mut(queries.len()).zip(rows) {
+        // SAFETY: the record lies inside `records` (caller).
+        let v = unsafe { base.add(r as usize * stride + KBID_LEN) };
+        for (dst, group) in scores.chunks_mut(B).zip(&groups) {
+            // SAFETY: the CPU features and every pointer as the caller guarantees.
+            let got = unsafe { block(*group, v, n) };
+            dst.copy_from_slice(&got[..dst.len()]);
+        }
+    }
+}
+
 /// The bounds every `dot_rows*` relies on: records of `stride` bytes hold `dims`
 /// components after the kbid, every row is inside `records`, `out_len >= needed`.
 fn check_rows(
