@@ -79,11 +79,6 @@ fn query_vector(bytes: &[u8]) -> Result<Vec<f32>> {
         .collect())
 }
 
-fn result_limit(limit: i64) -> Result<usize> {
-    usize::try_from(limit)
-        .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))
-}
-
 fn thread_count(threads: i64) -> Result<Threads> {
     usize::try_from(threads)
         .map(Threads::from_count)
@@ -118,6 +113,78 @@ fn open_mode(
             dimensions,
         }
     })
+}
+
+/// The options `search` and `search_many` share, checked.
+struct SearchArgs {
+    limit: usize,
+    allow: Option<Vec<String>>,
+    threads: Threads,
+    exact: bool,
+    candidates: Option<usize>,
+}
+
+impl SearchArgs {
+    fn new(
+        limit: i64,
+        allow: Option<Vec<String>>,
+        threads: i64,
+        exact: bool,
+        candidates: Option<usize>,
+    ) -> Result<SearchArgs> {
+        Ok(SearchArgs {
+            limit: usize::try_from(limit)
+                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?,
+            allow,
+            threads: thread_count(threads)?,
+            exact,
+            candidates,
+        })
+    }
+}
+
+impl PyVectorIndex {
+    /// The scan behind `search` (`many` false: the buffer is one query, whose length the
+    /// snapshot checks) and `search_many` (whole queries back to back), without the GIL.
+    fn run_search(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        many: bool,
+        opts: SearchArgs,
+    ) -> PyResult<Vec<(Vec<String>, Vec<f32>)>> {
+        let data = float32_bytes(queries)?;
+        let bytes = data.as_bytes();
+        let hits = py.detach(|| {
+            let all = query_vector(bytes)?;
+            let snap = self.inner.snapshot();
+            let dims = usize::from(snap.state.dimensions);
+            let queries: Vec<&[f32]> = if !many {
+                vec![&all[..]]
+            } else if dims > 0 && all.len().is_multiple_of(dims) {
+                all.chunks_exact(dims).collect()
+            } else {
+                return Err(Error::InvalidArgument(format!(
+                    "the queries hold {} float32s, not a whole number of {dims}-dimensional \
+                     vectors",
+                    all.len()
+                )));
+            };
+            let allow = opts.allow.as_deref().map(to_kbids).transpose()?;
+            snap.search_many(
+                &queries,
+                opts.limit,
+                allow.as_deref(),
+                opts.threads,
+                opts.exact,
+                opts.candidates,
+            )
+        })?;
+        Ok(hits
+            .into_iter()
+            .map(|h| h.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+            .collect())
+    }
 }
 
 #[pymethods]
@@ -335,23 +402,9 @@ impl PyVectorIndex {
         exact: bool,
         candidates: Option<usize>,
     ) -> PyResult<(Vec<String>, Vec<f32>)> {
-        let threads = thread_count(threads)?;
-        let data = float32_bytes(query)?;
-        let bytes = data.as_bytes();
-        let hits = py.detach(|| {
-            let limit = result_limit(limit)?;
-            let q = query_vector(bytes)?;
-            let allow = allow.as_deref().map(to_kbids).transpose()?;
-            self.inner.snapshot().search_with(
-                &q,
-                limit,
-                allow.as_deref(),
-                threads,
-                exact,
-                candidates,
-            )
-        })?;
-        Ok(hits.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+        let opts = SearchArgs::new(limit, allow, threads, exact, candidates)?;
+        let mut hits = self.run_search(py, query, false, opts)?;
+        Ok(hits.pop().unwrap_or_default())
     }
 
     /// `search` for several queries in one pass: `queries` holds whole query vectors
@@ -370,36 +423,8 @@ impl PyVectorIndex {
         exact: bool,
         candidates: Option<usize>,
     ) -> PyResult<Vec<(Vec<String>, Vec<f32>)>> {
-        let threads = thread_count(threads)?;
-        let data = float32_bytes(queries)?;
-        let bytes = data.as_bytes();
-        let hits = py.detach(|| {
-            let limit = result_limit(limit)?;
-            let all = query_vector(bytes)?;
-            let snap = self.inner.snapshot();
-            let dims = usize::from(snap.state.dimensions);
-            if dims == 0 || !all.len().is_multiple_of(dims) {
-                return Err(Error::InvalidArgument(format!(
-                    "the queries hold {} float32s, not a whole number of {dims}-dimensional \
-                     vectors",
-                    all.len()
-                )));
-            }
-            let queries: Vec<&[f32]> = all.chunks_exact(dims).collect();
-            let allow = allow.as_deref().map(to_kbids).transpose()?;
-            snap.search_many(
-                &queries,
-                limit,
-                allow.as_deref(),
-                threads,
-                exact,
-                candidates,
-            )
-        })?;
-        Ok(hits
-            .into_iter()
-            .map(|h| h.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
-            .collect())
+        let opts = SearchArgs::new(limit, allow, threads, exact, candidates)?;
+        self.run_search(py, queries, true, opts)
     }
 
     /// Reads every stored byte once; the benchmarks' memory-bandwidth yardstick.
