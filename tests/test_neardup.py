@@ -370,3 +370,46 @@ def test_same_topic_different_claim_is_not_a_near_duplicate(onnx_kb: kbdb.Knowle
         kb.learn(ADR, docid="a")
         other = "Postgres backups run nightly at two in the morning with pg_dump."
         assert near(kb.learn(other, docid="b")) == {}
+
+
+def test_one_scan_for_many_sections_equals_one_scan_each(onnx_kb: kbdb.KnowledgeBase) -> None:
+    """``vector_near_duplicates`` scores all new sections in one ``search_many`` pass; its
+    answer must be what one ``search`` per section gave (the implementation it replaced)."""
+    import numpy as np
+
+    from kbdb.store import queries as q
+
+    with onnx_kb as kb:
+        kb.learn(
+            f"# Decisions\n\n## Database\n\n{ADR}\n\n## Queue\n\n"
+            "We use RabbitMQ for background jobs because it supports retries.\n\n"
+            "## Cache\n\nRedis caches sessions for thirty minutes.\n",
+            docid="a",
+        )
+        report = kb.learn(
+            "# Choices\n\n## Db\n\nWe selected PostgreSQL as our database because it "
+            "supports JSONB.\n\n## Jobs\n\nBackground jobs go through RabbitMQ, which "
+            "supports retries.\n\n## Other\n\nThe office is closed on Fridays.\n",
+            docid="b",
+        )
+        kbids = [s.kbid for s in report.sections]
+        vectors = kb._vectors
+        index = vectors.index()
+        assert index is not None
+        got = neardup.vector_near_duplicates(kb._db, vectors, kbids, 0.5)
+        with kb._db.read() as conn:
+            vecs = neardup.cached_vectors(conn, vectors, q.index_rows(conn, kbids))
+        want: dict[str, dict[str, float]] = {}
+        for k in kbids:
+            found, scores = index.search(
+                np.frombuffer(vecs[k], dtype=np.float32), limit=neardup.MAX_REPORTED + 1
+            )
+            hits = {
+                f: round(float(s), 4)
+                for f, s in zip(found, scores, strict=True)
+                if f != k and s >= 0.5
+            }
+            if hits:
+                want[k] = hits
+        assert got == want
+        assert len(got) >= 2  # the two paraphrases at least

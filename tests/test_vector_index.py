@@ -91,6 +91,26 @@ def test_learn_time_changes_and_allow(index: VectorIndex) -> None:
     assert index.search(q, limit=20, threads=1) == before
 
 
+def test_search_many_equals_one_search_per_query(index: VectorIndex) -> None:
+    rng = np.random.default_rng(5)
+    x = unit(rng, 300)
+    x[7] = x[3]  # a tie: equal scores, broken by kbid
+    ids = [kbid(i) for i in range(300)]
+    index.write(ids, x, model_name="m", watermark=1)
+    index.append([ids[0], kbid(1000)], unit(rng, 2), watermark=2)
+    index.delete([ids[5]], watermark=3)
+    qs = np.vstack([unit(rng, 3), x[3], np.zeros(DIMS, np.float32)])
+    for kwargs in ({}, {"limit": 0}, {"limit": 25, "threads": 1}, {"allow": ids[::3]}):
+        want = [index.search(q, **kwargs) for q in qs]
+        assert index.search_many(qs, **kwargs) == want
+        assert index.search_many(qs.tobytes(), **kwargs) == want
+    assert index.search_many(b"") == []
+    with pytest.raises(InvalidArgumentError):
+        index.search_many(np.zeros(DIMS + 1, np.float32))
+    with pytest.raises(InvalidArgumentError):
+        index.search_many(np.full((2, DIMS), np.inf, np.float32))
+
+
 def test_errors(index: VectorIndex, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         VectorIndex.open(str(tmp_path / "missing"))

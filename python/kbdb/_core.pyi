@@ -337,6 +337,22 @@ class VectorIndex:
         A query of the wrong length raises ``InvalidArgumentError`` (dimension mismatch),
         as do a NaN or infinite component, ``limit`` < 0, ``threads`` < 0 and a malformed
         kbid."""
+    def search_many(
+        self,
+        queries: _Float32,
+        *,
+        limit: int = 10,
+        allow: Sequence[str] | None = None,
+        threads: int = 0,
+        exact: bool = False,
+        candidates: int | None = None,
+    ) -> list[tuple[list[str], list[float]]]:
+        """``search`` for several queries in one pass: ``queries`` holds whole query vectors
+        back to back (a ``(q, dimensions)`` float32 array, or its bytes). Element ``i`` is
+        exactly ``search(queries[i], ...)`` (same kbids, bit-identical scores, ties by
+        kbid, the quantized path included), but every stored vector is read once for all
+        the queries, so a few queries cost about one scan. A length that is not a whole
+        number of vectors raises ``InvalidArgumentError``; no queries give ``[]``."""
     def stream_read(self, *, threads: int = 0) -> int:
         """Read every stored byte once (an XOR of all 64-bit words, returned so the reads
         happen), on ``threads`` as in ``search``: a pure streaming read of the same mapped

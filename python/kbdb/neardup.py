@@ -287,9 +287,11 @@ def vector_near_duplicates(
     db: Database, vectors: VectorStore, kbids: Sequence[str], threshold: float
 ) -> dict[str, dict[str, float]]:
     """For each of ``kbids``: live sections at embedding cosine >= ``threshold``, by an
-    exact top-k scan of the vector index (Rust, SIMD) with the section's own vector."""
-    import numpy as np
-
+    exact top-k scan of the vector index (Rust, SIMD) with the section's own vector. One
+    scan serves all of ``kbids`` (``VectorIndex.search_many``: every stored vector is read
+    once and scored against each new section's), so a learn of several sections costs
+    about one pass over the index, not one per section: at 1M sections x 384 dimensions a
+    pass reads 1.5 GB (docs/knowledge.md)."""
     if not vectors.enabled or vectors.stale():
         return {}
     index = vectors.index()
@@ -297,12 +299,12 @@ def vector_near_duplicates(
         return {}
     with db.read() as conn:
         vecs = cached_vectors(conn, vectors, q.index_rows(conn, kbids))
+    asked = [k for k in kbids if k in vecs]
+    if not asked:
+        return {}
+    results = index.search_many(b"".join(vecs[k] for k in asked), limit=MAX_REPORTED + 1)
     out: dict[str, dict[str, float]] = {}
-    for kbid in kbids:
-        raw = vecs.get(kbid)
-        if raw is None:
-            continue
-        found, scores = index.search(np.frombuffer(raw, dtype=np.float32), limit=MAX_REPORTED + 1)
+    for kbid, (found, scores) in zip(asked, results, strict=True):
         hits = {
             k: round(float(s), 4)
             for k, s in zip(found, scores, strict=True)

@@ -246,18 +246,36 @@ impl MappedFile {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Writes `bytes` to `path` atomically and durably (see the module docs).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = parent_dir(path);
+/// A fresh temporary name beside `path`, `.<name>.tmp-<pid>-<n>`: unique within the
+/// process, and recognizable by the cleanups that remove leftovers of a crashed write.
+pub fn temp_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
+    parent_dir(path).join(format!(
         ".{name}.tmp-{}-{}",
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    ))
+}
+
+/// Creates a new file at [`temp_path`]`(path)` for a large write that is then fsynced and
+/// renamed over `path` by the caller: (its name, the open file).
+pub fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
+    let tmp = temp_path(path);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, e))?;
+    Ok((tmp, file))
+}
+
+/// Writes `bytes` to `path` atomically and durably (see the module docs).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent_dir(path);
+    let tmp = temp_path(path);
     let result = write_and_sync(&tmp, bytes).and_then(|()| {
         failpoint::hit("write.before_rename");
         remove_squatting_dir(path)?;

@@ -13,23 +13,10 @@ use kbdb_core::vector::q8::{self, Q8Query, Q8_FILE};
 use kbdb_core::vector::{OpenMode, Q8Status, Threads, VectorIndex};
 use kbdb_core::Error;
 use proptest::prelude::*;
-use vector_util::{dataset, unit_vector, Rng};
+use vector_util::{create_index, dataset, le, unit_vector, Rng};
 
 fn index(dir: &Path, dims: u16, quantized: bool) -> VectorIndex {
-    let ix = VectorIndex::open(
-        dir,
-        OpenMode::Create {
-            model_name: "m".into(),
-            dimensions: dims,
-        },
-    )
-    .unwrap();
-    ix.set_quantized(quantized).unwrap();
-    ix
-}
-
-fn le(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    create_index(dir, dims, quantized)
 }
 
 fn rows_of(seed: u64, n: usize) -> Vec<u32> {

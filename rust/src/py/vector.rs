@@ -115,6 +115,78 @@ fn open_mode(
     })
 }
 
+/// The options `search` and `search_many` share, checked.
+struct SearchArgs {
+    limit: usize,
+    allow: Option<Vec<String>>,
+    threads: Threads,
+    exact: bool,
+    candidates: Option<usize>,
+}
+
+impl SearchArgs {
+    fn new(
+        limit: i64,
+        allow: Option<Vec<String>>,
+        threads: i64,
+        exact: bool,
+        candidates: Option<usize>,
+    ) -> Result<SearchArgs> {
+        Ok(SearchArgs {
+            limit: usize::try_from(limit)
+                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?,
+            allow,
+            threads: thread_count(threads)?,
+            exact,
+            candidates,
+        })
+    }
+}
+
+impl PyVectorIndex {
+    /// The scan behind `search` (`many` false: the buffer is one query, whose length the
+    /// snapshot checks) and `search_many` (whole queries back to back), without the GIL.
+    fn run_search(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        many: bool,
+        opts: SearchArgs,
+    ) -> PyResult<Vec<(Vec<String>, Vec<f32>)>> {
+        let data = float32_bytes(queries)?;
+        let bytes = data.as_bytes();
+        let hits = py.detach(|| {
+            let all = query_vector(bytes)?;
+            let snap = self.inner.snapshot();
+            let dims = usize::from(snap.state.dimensions);
+            let queries: Vec<&[f32]> = if !many {
+                vec![&all[..]]
+            } else if dims > 0 && all.len().is_multiple_of(dims) {
+                all.chunks_exact(dims).collect()
+            } else {
+                return Err(Error::InvalidArgument(format!(
+                    "the queries hold {} float32s, not a whole number of {dims}-dimensional \
+                     vectors",
+                    all.len()
+                )));
+            };
+            let allow = opts.allow.as_deref().map(to_kbids).transpose()?;
+            snap.search_many(
+                &queries,
+                opts.limit,
+                allow.as_deref(),
+                opts.threads,
+                opts.exact,
+                opts.candidates,
+            )
+        })?;
+        Ok(hits
+            .into_iter()
+            .map(|h| h.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+            .collect())
+    }
+}
+
 #[pymethods]
 impl PyVectorIndex {
     #[staticmethod]
@@ -330,24 +402,29 @@ impl PyVectorIndex {
         exact: bool,
         candidates: Option<usize>,
     ) -> PyResult<(Vec<String>, Vec<f32>)> {
-        let threads = thread_count(threads)?;
-        let data = float32_bytes(query)?;
-        let bytes = data.as_bytes();
-        let hits = py.detach(|| {
-            let limit = usize::try_from(limit)
-                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
-            let q = query_vector(bytes)?;
-            let allow = allow.as_deref().map(to_kbids).transpose()?;
-            self.inner.snapshot().search_with(
-                &q,
-                limit,
-                allow.as_deref(),
-                threads,
-                exact,
-                candidates,
-            )
-        })?;
-        Ok(hits.into_iter().map(|(k, s)| (format_kbid(&k), s)).unzip())
+        let opts = SearchArgs::new(limit, allow, threads, exact, candidates)?;
+        let mut hits = self.run_search(py, query, false, opts)?;
+        Ok(hits.pop().unwrap_or_default())
+    }
+
+    /// `search` for several queries in one pass: `queries` holds whole query vectors
+    /// back to back (a `(q, dimensions)` float32 array, or their bytes); element `i` of
+    /// the result is exactly `search(queries[i], ...)`, but every stored vector is read
+    /// once for all of them.
+    #[pyo3(signature = (queries, *, limit = 10, allow = None, threads = 0, exact = false, candidates = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search_many(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        limit: i64,
+        allow: Option<Vec<String>>,
+        threads: i64,
+        exact: bool,
+        candidates: Option<usize>,
+    ) -> PyResult<Vec<(Vec<String>, Vec<f32>)>> {
+        let opts = SearchArgs::new(limit, allow, threads, exact, candidates)?;
+        self.run_search(py, queries, true, opts)
     }
 
     /// Reads every stored byte once; the benchmarks' memory-bandwidth yardstick.

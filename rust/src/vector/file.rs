@@ -196,6 +196,32 @@ fn prefer_huge_pages(map: &Mmap) {
     let _ = map;
 }
 
+/// Opens and maps a published index file (`vectors.idx`, an append file, `vectors.q8`),
+/// with huge pages preferred: `Corrupt` when it is not a regular file or is shorter than
+/// `min_len` bytes ("file is N bytes, shorter than its `what`").
+pub(super) fn map_published(path: &Path, min_len: usize, what: &str) -> Result<Mmap> {
+    let file = File::open(path).map_err(|e| Error::read(path, e))?;
+    let stat = file.metadata().map_err(|e| Error::read(path, e))?;
+    if !stat.is_file() {
+        return Err(Error::corrupt(path, "not a regular file"));
+    }
+    let len = stat.len();
+    debug_assert!(min_len > 0, "every index file has a header");
+    if len < min_len as u64 {
+        return Err(Error::corrupt(
+            path,
+            format!("file is {len} bytes, shorter than its {what}"),
+        ));
+    }
+    // SAFETY: index files are immutable once published (written under a temporary name,
+    // fsynced and renamed into place; never modified in place, only unlinked or replaced
+    // by rename, which keeps this mapping's pages valid). The file is non-empty (at least
+    // `min_len` bytes, checked above; every caller's header is longer than 0).
+    let map = unsafe { MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
+    prefer_huge_pages(&map);
+    Ok(map)
+}
+
 /// A validated, memory-mapped record file.
 pub struct VectorReader {
     path: PathBuf,
@@ -213,24 +239,7 @@ impl VectorReader {
 
     /// Maps `path` and validates it against `expect` at depth `check`.
     pub fn open_with(path: &Path, expect: &Expected, check: Check) -> Result<VectorReader> {
-        let file = File::open(path).map_err(|e| Error::read(path, e))?;
-        let stat = file.metadata().map_err(|e| Error::read(path, e))?;
-        if !stat.is_file() {
-            return Err(Error::corrupt(path, "not a regular file"));
-        }
-        let len = stat.len();
-        if len < HEADER_LEN as u64 {
-            return Err(Error::corrupt(
-                path,
-                format!("file is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
-            ));
-        }
-        // SAFETY: record files are immutable once published (written under a temporary
-        // name, fsynced and renamed into place; never modified in place, only unlinked or
-        // replaced by rename, which keeps this mapping's pages valid). The file is
-        // non-empty (checked above).
-        let map = unsafe { MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
-        prefer_huge_pages(&map);
+        let map = map_published(path, HEADER_LEN, &format!("{HEADER_LEN}-byte header"))?;
         let header = validate_with(path, &map, expect, check)?;
         Ok(VectorReader {
             path: path.to_path_buf(),

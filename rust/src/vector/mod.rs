@@ -47,9 +47,9 @@ mod update;
 
 pub use file::{RecordWriter, VectorReader, HEADER_LEN, MAGIC};
 pub use filter::Bitset;
-pub use index::{OpenMode, Q8Status, Snapshot, VectorIndex};
+pub use index::{OpenMode, Q8Status, Snapshot, VectorIndex, MAX_QUERIES_PER_PASS};
 pub use meta::{Meta, VectorState, META_FILE};
-pub use scan::{scan, stream_read, Part, Threads, PARALLEL_MIN_RECORDS};
+pub use scan::{scan, scan_many, stream_read, Part, Threads, PARALLEL_MIN_RECORDS};
 pub use tombstone::{read_tombstones, tombstones_to_bytes};
 pub use topk::TopK;
 pub use update::{compaction_threshold, Staged};

@@ -91,18 +91,23 @@ fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
     Some(p)
 }
 
-/// Scores rows `[start, end)` of `part` that pass its filter into `top`.
-fn scan_piece(part: Part<'_>, start: usize, end: usize, q: &[f32], k: &Kernel, top: &mut TopK) {
-    let reader = part.reader;
-    let (records, stride) = (reader.records(), reader.stride());
-    let mut rows = [0u32; BLOCK_ROWS];
-    let mut scores = [0f32; BLOCK_ROWS];
+/// Calls `block(rows)` with the eligible row indices of `[start, end)`, at most
+/// `rows.len()` at a time and in order: the set bits of `filter` (tested before any dot
+/// product), or every row when there is none.
+#[inline]
+pub(crate) fn for_each_block(
+    filter: Option<&Bitset>,
+    start: usize,
+    end: usize,
+    rows: &mut [u32],
+    mut block: impl FnMut(&[u32]),
+) {
     let mut pos = start;
     loop {
-        let n = match part.filter {
-            Some(f) => f.fill(&mut pos, end, &mut rows),
+        let n = match filter {
+            Some(f) => f.fill(&mut pos, end, rows),
             None => {
-                let n = (end - pos).min(BLOCK_ROWS);
+                let n = (end - pos).min(rows.len());
                 for (j, r) in rows[..n].iter_mut().enumerate() {
                     *r = (pos + j) as u32;
                 }
@@ -113,54 +118,196 @@ fn scan_piece(part: Part<'_>, start: usize, end: usize, q: &[f32], k: &Kernel, t
         if n == 0 {
             return;
         }
-        k.dot_rows(q, records, stride, &rows[..n], &mut scores[..n]);
-        for (&s, &r) in scores[..n].iter().zip(&rows[..n]) {
+        block(&rows[..n]);
+    }
+}
+
+/// Scores rows `[start, end)` of `part` that pass its filter into `top`.
+fn scan_piece(part: Part<'_>, start: usize, end: usize, q: &[f32], k: &Kernel, top: &mut TopK) {
+    let reader = part.reader;
+    let (records, stride) = (reader.records(), reader.stride());
+    let mut rows = [0u32; BLOCK_ROWS];
+    let mut scores = [0f32; BLOCK_ROWS];
+    for_each_block(part.filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len()];
+        k.dot_rows(q, records, stride, rows, scores);
+        for (&s, &r) in scores.iter().zip(rows) {
             if top.would_accept(s) {
                 top.push(s, *reader.kbid(r as usize));
             }
         }
+    });
+}
+
+/// [`scan_piece`] for several queries at once: each record is read once and scored
+/// against every query ([`Kernel::dot_rows_many`]); `tops[i]` receives query `i`'s scores.
+fn scan_piece_many(
+    part: Part<'_>,
+    start: usize,
+    end: usize,
+    queries: &[&[f32]],
+    k: &Kernel,
+    tops: &mut [TopK],
+) {
+    let reader = part.reader;
+    let (records, stride) = (reader.records(), reader.stride());
+    let nq = queries.len();
+    // Rows per block shrink with the query count, so the score buffer stays a few KiB.
+    let mut rows = vec![0u32; (BLOCK_ROWS * 4 / nq.max(1)).clamp(1, BLOCK_ROWS)];
+    let mut scores = vec![0f32; rows.len() * nq];
+    for_each_block(part.filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len() * nq];
+        k.dot_rows_many(queries, records, stride, rows, scores);
+        for (row_scores, &r) in scores.chunks_exact(nq).zip(rows) {
+            for (top, &s) in tops.iter_mut().zip(row_scores) {
+                if top.would_accept(s) {
+                    top.push(s, *reader.kbid(r as usize));
+                }
+            }
+        }
+    });
+}
+
+/// Whether a scan of `total` rows runs on the calling thread (see the module docs).
+pub(crate) fn run_here(threads: Threads, total: usize) -> bool {
+    threads == Threads::Current
+        || total < PARALLEL_MIN_RECORDS
+        || matches!(threads, Threads::All if rayon::current_num_threads() < 2)
+}
+
+/// Runs `piece(segment, start, end, acc)` over `lens` (row counts of consecutive segments:
+/// record files, or a q8 copy) and folds the accumulators with `merge`: in one piece per
+/// segment on the calling thread when `serial`, else cut into pieces of at least
+/// `min_piece` rows (about [`PIECES_PER_THREAD`] per thread) on rayon in `threads`. The
+/// accumulators must merge to the same value however the rows are split (the top-k heaps
+/// do: their order is total).
+pub(crate) fn run_pieces<T: Send>(
+    lens: &[usize],
+    min_piece: usize,
+    threads: Threads,
+    serial: bool,
+    new: impl Fn() -> T + Sync + Send,
+    piece: impl Fn(usize, usize, usize, &mut T) + Sync + Send,
+    merge: impl Fn(T, T) -> T + Sync + Send,
+) -> T {
+    if serial {
+        let mut acc = new();
+        for (seg, &len) in lens.iter().enumerate() {
+            piece(seg, 0, len, &mut acc);
+        }
+        return acc;
     }
+    let total: usize = lens.iter().sum();
+    run_on(threads, || {
+        let size = total
+            .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
+            .max(min_piece);
+        let pieces: Vec<(usize, usize, usize)> = lens
+            .iter()
+            .enumerate()
+            .flat_map(|(seg, &len)| {
+                (0..len)
+                    .step_by(size)
+                    .map(move |s| (seg, s, (s + size).min(len)))
+            })
+            .collect();
+        pieces
+            .into_par_iter()
+            .map(|(seg, s, e)| {
+                let mut acc = new();
+                piece(seg, s, e, &mut acc);
+                acc
+            })
+            .reduce(&new, &merge)
+    })
 }
 
 /// The best `k` records of `parts` for `q` (dot product), best first, ties by kbid.
 /// Every part's dimensions must equal `q.len()` (the caller checks).
 pub fn scan(parts: &[Part<'_>], q: &[f32], k: usize, threads: Threads) -> Vec<(KbidHash, Score)> {
-    let kernel = kernel::best();
-    let total: usize = parts.iter().map(|p| p.reader.len()).sum();
-    let run_here = k == 0
-        || threads == Threads::Current
-        || total < PARALLEL_MIN_RECORDS
-        || matches!(threads, Threads::All if rayon::current_num_threads() < 2);
-    if run_here {
-        let mut top = TopK::new(k);
-        for p in parts {
-            scan_piece(*p, 0, p.reader.len(), q, kernel, &mut top);
-        }
-        return top.into_sorted();
+    scan_many(parts, &[q], k, threads).pop().unwrap_or_default()
+}
+
+/// [`scan`] for several queries in one pass: the best `k` records of `parts` for each of
+/// `queries`, element `i` equal to `scan(parts, queries[i], k, threads)` (the same kernel
+/// sums each score in the same order, and the top-k order is total). Every record is read
+/// once for all the queries, so a batch costs about one scan while the data streams from
+/// memory (the learn-time near-duplicate check of several new sections). The queries are
+/// re-read for every record, so keep them few enough to stay in L1
+/// ([`super::MAX_QUERIES_PER_PASS`]; [`super::Snapshot::search_many`] groups them).
+pub fn scan_many(
+    parts: &[Part<'_>],
+    queries: &[&[f32]],
+    k: usize,
+    threads: Threads,
+) -> Vec<Vec<(KbidHash, Score)>> {
+    if queries.is_empty() {
+        return Vec::new();
     }
-    let run = || {
-        let piece = total
-            .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
-            .max(MIN_PIECE_RECORDS);
-        let pieces: Vec<(Part<'_>, usize, usize)> = parts
-            .iter()
-            .flat_map(|p| {
-                (0..p.reader.len())
-                    .step_by(piece)
-                    .map(move |s| (*p, s, (s + piece).min(p.reader.len())))
+    let kernel = kernel::best();
+    let aligned = AlignedQueries::new(if queries.len() > 1 { queries } else { &[] });
+    let many = aligned.slices();
+    let lens: Vec<usize> = parts.iter().map(|p| p.reader.len()).collect();
+    let serial = k == 0 || run_here(threads, lens.iter().sum());
+    run_pieces(
+        &lens,
+        MIN_PIECE_RECORDS,
+        threads,
+        serial,
+        || (0..queries.len()).map(|_| TopK::new(k)).collect::<Vec<_>>(),
+        |seg, s, e, tops| match (queries, &mut tops[..]) {
+            ([q], [top]) => scan_piece(parts[seg], s, e, q, kernel, top),
+            _ => scan_piece_many(parts[seg], s, e, &many, kernel, tops),
+        },
+        |a, b| a.into_iter().zip(b).map(|(x, y)| x.merge(y)).collect(),
+    )
+    .into_iter()
+    .map(TopK::into_sorted)
+    .collect()
+}
+
+/// One cache line of query components.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+/// Copies of the queries, each starting on a cache line: the multi-query kernels load
+/// every query once per record, and a load that straddles two lines costs two (the
+/// record loads already do, records sitting 16 bytes into a line). Values unchanged.
+struct AlignedQueries {
+    lines: Vec<Line>,
+    dims: usize,
+    count: usize,
+}
+
+impl AlignedQueries {
+    fn new(queries: &[&[f32]]) -> AlignedQueries {
+        let dims = queries.first().map_or(0, |q| q.len());
+        let per = dims.div_ceil(16);
+        let mut lines = vec![Line([0.0; 16]); per * queries.len()];
+        for (q, chunk) in queries.iter().zip(lines.chunks_mut(per.max(1))) {
+            for (line, src) in chunk.iter_mut().zip(q.chunks(16)) {
+                line.0[..src.len()].copy_from_slice(src);
+            }
+        }
+        AlignedQueries {
+            lines,
+            dims,
+            count: queries.len(),
+        }
+    }
+
+    fn slices(&self) -> Vec<&[f32]> {
+        let per = self.dims.div_ceil(16);
+        (0..self.count)
+            .map(|i| {
+                let lines = &self.lines[i * per..(i + 1) * per];
+                // SAFETY: `Line` is `repr(C)` over `[f32; 16]`, so `per` lines are
+                // `16 * per >= dims` contiguous, initialized f32s.
+                unsafe { std::slice::from_raw_parts(lines.as_ptr().cast::<f32>(), self.dims) }
             })
-            .collect();
-        pieces
-            .into_par_iter()
-            .map(|(p, s, e)| {
-                let mut top = TopK::new(k);
-                scan_piece(p, s, e, q, kernel, &mut top);
-                top
-            })
-            .reduce(|| TopK::new(k), TopK::merge)
-            .into_sorted()
-    };
-    run_on(threads, run)
+            .collect()
+    }
 }
 
 pub(crate) fn run_on<T: Send>(threads: Threads, run: impl FnOnce() -> T + Send) -> T {

@@ -14,10 +14,9 @@
 //! 384 dimensions while `vectors.idx` is rewritten about once per 10% of growth.
 
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::PoisonError;
 
 use super::file::{records_to_bytes, RecordWriter};
@@ -30,7 +29,7 @@ use super::tombstone::tombstones_to_bytes;
 use super::{KbidHash, VectorIndex, COMPONENT_BYTES, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::failpoint;
-use crate::format::{sync_dir, write_atomic};
+use crate::format::{create_temp, sync_dir, write_atomic};
 
 /// Side records (appends + tombstones) below which compaction never runs on its own.
 const MIN_SIDE_RECORDS: u64 = 1_024;
@@ -43,7 +42,6 @@ pub fn compaction_threshold(record_count: u32) -> u64 {
     (u64::from(record_count) / 10).clamp(MIN_SIDE_RECORDS, MAX_SIDE_RECORDS)
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// `vectors.idx` is written in aligned chunks of this size (a multiple of 2 MiB), so that
 /// the page cache can hold it in huge folios that readers map with huge pages (see
 /// `file::prefer_huge_pages`).
@@ -101,27 +99,14 @@ impl Staged {
         records: impl Iterator<Item = (&'a KbidHash, &'a [u8])>,
     ) -> Result<Staged> {
         let target = dir.join(BASE_FILE);
-        let tmp = dir.join(format!(
-            ".{BASE_FILE}.tmp-{}-{}",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, e))?;
+        let (tmp, file) = create_temp(&target)?;
         let mut staged = Staged {
             tmp,
             target,
             checksum: 0,
             published: false,
         };
-        let chunks = ChunkWriter {
-            file,
-            buf: Vec::with_capacity(WRITE_CHUNK_BYTES),
-        };
-        let mut w = RecordWriter::new(chunks, &staged.target, dimensions, count)?;
+        let mut w = RecordWriter::new(ChunkWriter::new(file), &staged.target, dimensions, count)?;
         for (k, v) in records {
             w.push(k, v)?;
         }

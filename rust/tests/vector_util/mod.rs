@@ -2,7 +2,9 @@
 //! L2-normalized vectors, and a brute-force reference ranking.
 #![allow(dead_code)]
 
-use kbdb_core::vector::{kernel, KbidHash, Snapshot};
+use std::path::Path;
+
+use kbdb_core::vector::{kernel, KbidHash, OpenMode, Snapshot, VectorIndex};
 
 /// xorshift64*: deterministic, no dependency.
 pub struct Rng(pub u64);
@@ -79,4 +81,23 @@ pub fn live_set(snap: &Snapshot) -> Vec<(KbidHash, Vec<u8>)> {
         .iter()
         .map(|k| (*k, snap.lookup(k).expect("a listed kbid is live").to_vec()))
         .collect()
+}
+
+/// A new index of model "m" in `dir`, with the quantized scan on or off.
+pub fn create_index(dir: &Path, dims: u16, quantized: bool) -> VectorIndex {
+    let ix = VectorIndex::open(
+        dir,
+        OpenMode::Create {
+            model_name: "m".into(),
+            dimensions: dims,
+        },
+    )
+    .unwrap();
+    ix.set_quantized(quantized).unwrap();
+    ix
+}
+
+/// Little-endian bytes of `v` (a stored vector).
+pub fn le(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }

@@ -90,24 +90,65 @@ impl Q8Kernel {
         rows: &[u32],
         out: &mut [i32],
     ) {
-        assert!(
-            stride > 0 && stride.is_multiple_of(64),
-            "q8 stride must be a multiple of 64"
-        );
-        assert!(
-            q.q8.len() == stride && q.q16.len() == stride,
-            "query not padded to the stride"
-        );
-        assert!(out.len() >= rows.len(), "score buffer too short");
-        let count = codes.len() / stride;
-        assert!(
-            rows.iter().all(|&r| (r as usize) < count),
-            "row past the end of the codes"
-        );
+        check_rows(std::slice::from_ref(q), codes, stride, rows, out.len());
         // SAFETY: `self` exists only if `detect` found the CPU features; every row lies
         // inside `codes` and the query covers the whole stride (asserted above).
         unsafe { (self.rows)(&q.q8, &q.q16, codes, stride, rows, out) }
     }
+
+    /// Integer scores of `rows` against each of `queries`: `out[j * queries.len() + i]`
+    /// for query `i` and row `rows[j]`, equal to [`Q8Kernel::dot_rows`]'s (integer sums
+    /// are exact in any order). Row by row, so each row is read from memory once.
+    ///
+    /// # Panics
+    /// As [`Q8Kernel::dot_rows`], for every query, and if `out` is shorter than
+    /// `rows.len() * queries.len()`.
+    pub fn dot_rows_many(
+        &self,
+        queries: &[Q8Query],
+        codes: &[u8],
+        stride: usize,
+        rows: &[u32],
+        out: &mut [i32],
+    ) {
+        check_rows(queries, codes, stride, rows, out.len());
+        if queries.is_empty() {
+            return;
+        }
+        for (scores, r) in out
+            .chunks_exact_mut(queries.len())
+            .zip(rows.chunks_exact(1))
+        {
+            for (o, q) in scores.chunks_exact_mut(1).zip(queries) {
+                // SAFETY: as in `dot_rows` (asserted above for every query).
+                unsafe { (self.rows)(&q.q8, &q.q16, codes, stride, r, o) }
+            }
+        }
+    }
+}
+
+/// The bounds the kernels rely on: `stride` a positive multiple of 64, every query padded
+/// to it, every row inside `codes`, `out_len` scores for every row and query.
+fn check_rows(queries: &[Q8Query], codes: &[u8], stride: usize, rows: &[u32], out_len: usize) {
+    assert!(
+        stride > 0 && stride.is_multiple_of(64),
+        "q8 stride must be a multiple of 64"
+    );
+    assert!(
+        queries
+            .iter()
+            .all(|q| q.q8.len() == stride && q.q16.len() == stride),
+        "query not padded to the stride"
+    );
+    assert!(
+        out_len >= rows.len() * queries.len(),
+        "score buffer too short"
+    );
+    let count = codes.len() / stride;
+    assert!(
+        rows.iter().all(|&r| (r as usize) < count),
+        "row past the end of the codes"
+    );
 }
 
 /// # Safety

@@ -57,22 +57,21 @@ mod avx512;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::Mmap;
 use rayon::prelude::*;
 
-use super::file::{checksum, VectorReader};
+use super::file::{checksum, map_published, VectorReader};
 use super::COMPONENT_BYTES;
 use crate::error::{Error, Result};
 use crate::failpoint;
-use crate::format::sync_dir;
+use crate::format::{create_temp, sync_dir};
 
 pub use kernel::{available, best, scalar, Q8Kernel, Q8Query};
-pub use scan::{candidates, search_quantized};
+pub use scan::{candidates, search_quantized, search_quantized_many};
 
 /// The file name, beside `vectors.idx`.
 pub const Q8_FILE: &str = "vectors.q8";
@@ -88,8 +87,6 @@ pub const Q8_TRAILER_LEN: usize = 8;
 pub const Q8_ALIGN: usize = 64;
 /// Rows quantized per parallel batch when writing.
 const BUILD_BATCH_ROWS: usize = 16_384;
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Bytes per row for `dims` dimensions.
 pub fn stride_for(dims: usize) -> usize {
@@ -295,23 +292,8 @@ pub struct Q8Reader {
 impl Q8Reader {
     /// Maps and validates `path` against `base` (the `vectors.idx` it must mirror).
     pub fn open(path: &Path, base: &VectorReader) -> Result<Q8Open> {
-        let file = File::open(path).map_err(|e| Error::read(path, e))?;
-        let stat = file.metadata().map_err(|e| Error::read(path, e))?;
-        if !stat.is_file() {
-            return Err(Error::corrupt(path, "not a regular file"));
-        }
-        if stat.len() < (Q8_HEADER_LEN + Q8_TRAILER_LEN) as u64 {
-            return Err(Error::corrupt(
-                path,
-                format!("file is {} bytes, shorter than its header", stat.len()),
-            ));
-        }
-        // SAFETY: like `vectors.idx`, the file is immutable once published (written under
-        // a temporary name, fsynced, renamed into place; only ever replaced by rename or
-        // unlinked, which keeps this mapping's pages valid). It is non-empty.
-        let map = unsafe { MmapOptions::new().map(&file) }.map_err(|e| Error::io(path, e))?;
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
+        // Like `vectors.idx`, the file is immutable once published.
+        let map = map_published(path, Q8_HEADER_LEN + Q8_TRAILER_LEN, "header")?;
         let dims = u16::try_from(base.dims()).unwrap_or(u16::MAX);
         let count = u32::try_from(base.len()).unwrap_or(u32::MAX);
         let (h, params) = validate(path, &map, dims, count, base.checksum())?;
@@ -426,16 +408,7 @@ fn write_q8(out: &mut impl Write, base: &VectorReader) -> Result<()> {
 /// the directory). The caller holds the index's writer lock.
 pub fn build(dir: &Path, base: &VectorReader) -> Result<()> {
     let target = dir.join(Q8_FILE);
-    let tmp = dir.join(format!(
-        ".{Q8_FILE}.tmp-{}-{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
+    let (tmp, file) = create_temp(&target)?;
     let result = (|| {
         // Aligned 4 MiB writes, as for vectors.idx: the page cache can then hold the file
         // in huge folios, which the scan maps with huge pages.

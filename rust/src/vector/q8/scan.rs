@@ -9,17 +9,12 @@
 //! kbid order, so ties break as in the exact scan, and the candidate set does not depend
 //! on piece boundaries or thread count.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-
-use rayon::prelude::*;
-
 use super::kernel::{self, Q8Kernel, Q8Query};
 use super::Q8Reader;
 use crate::vector::file::VectorReader;
 use crate::vector::filter::Bitset;
-use crate::vector::scan::{run_on, scan, Part, Threads};
-use crate::vector::topk::TopK;
+use crate::vector::scan::{for_each_block, run_here, run_pieces, scan_many, Part, Threads};
+use crate::vector::topk::{Top, TopK};
 use crate::vector::{KbidHash, Score};
 
 /// Candidates per requested result before the exact rescoring.
@@ -28,11 +23,10 @@ pub const OVERSAMPLE: usize = 10;
 pub const MIN_CANDIDATES: usize = 100;
 /// Rows scored per kernel call.
 const BLOCK_ROWS: usize = 512;
-/// Below this many rows the integer scan stays on the calling thread (~6 MB at 384 dims).
-const PARALLEL_MIN_ROWS: usize = 16_384;
-/// Smallest piece handed to one rayon task, and pieces per thread above it.
+/// Smallest piece handed to one rayon task (~6 MB at 384 dims). Below
+/// [`crate::vector::PARALLEL_MIN_RECORDS`] rows the scan stays on the calling thread, and
+/// it is cut into pieces as the f32 scan is (`crate::vector::scan::run_pieces`).
 const MIN_PIECE_ROWS: usize = 16_384;
-const PIECES_PER_THREAD: usize = 16;
 
 /// How many candidates a search for `k` results rescores: `max(10 k, 100)` (measured on
 /// SciFact MiniLM embeddings in `benches/bench_vector_scan.py`; see docs/embeddings.md).
@@ -40,54 +34,10 @@ pub fn candidates(k: usize) -> usize {
     k.saturating_mul(OVERSAMPLE).max(MIN_CANDIDATES)
 }
 
-/// The best `n` rows by (score desc, row asc); the heap top is the worst kept.
-struct TopRows {
-    n: usize,
-    heap: BinaryHeap<(Reverse<i32>, u32)>,
-    threshold: i32,
-}
+/// The best `n` rows by (integer score desc, row asc).
+type TopRows = Top<i32, u32>;
 
-impl TopRows {
-    fn new(n: usize) -> TopRows {
-        TopRows {
-            n,
-            heap: BinaryHeap::with_capacity(n.min(1 << 16) + 1),
-            threshold: i32::MIN,
-        }
-    }
-
-    #[inline]
-    fn push(&mut self, score: i32, row: u32) {
-        if self.n == 0 || score < self.threshold {
-            return;
-        }
-        let e = (Reverse(score), row);
-        if self.heap.len() < self.n {
-            self.heap.push(e);
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if e.cmp(&worst) == Ordering::Less {
-                *worst = e;
-            }
-        }
-        if self.heap.len() == self.n {
-            self.threshold = self.heap.peek().map_or(i32::MIN, |w| w.0 .0);
-        }
-    }
-
-    fn merge(mut self, other: TopRows) -> TopRows {
-        for (Reverse(s), r) in other.heap {
-            self.push(s, r);
-        }
-        self
-    }
-
-    fn rows(self) -> Vec<u32> {
-        let mut rows: Vec<u32> = self.heap.into_iter().map(|e| e.1).collect();
-        rows.sort_unstable();
-        rows
-    }
-}
-
+/// Scores rows `[start, end)` of `q8` that pass `filter` into `top`.
 fn scan_piece(
     q8: &Q8Reader,
     filter: Option<&Bitset>,
@@ -100,68 +50,81 @@ fn scan_piece(
     let (codes, stride) = (q8.rows(), q8.stride());
     let mut rows = [0u32; BLOCK_ROWS];
     let mut scores = [0i32; BLOCK_ROWS];
-    let mut pos = start;
-    loop {
-        let n = match filter {
-            Some(f) => f.fill(&mut pos, end, &mut rows),
-            None => {
-                let n = (end - pos).min(BLOCK_ROWS);
-                for (j, r) in rows[..n].iter_mut().enumerate() {
-                    *r = (pos + j) as u32;
-                }
-                pos += n;
-                n
-            }
-        };
-        if n == 0 {
-            return;
-        }
-        k.dot_rows(q, codes, stride, &rows[..n], &mut scores[..n]);
-        for (&s, &r) in scores[..n].iter().zip(&rows[..n]) {
-            if s >= top.threshold {
+    for_each_block(filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len()];
+        k.dot_rows(q, codes, stride, rows, scores);
+        for (&s, &r) in scores.iter().zip(rows) {
+            if top.would_accept(s) {
                 top.push(s, r);
             }
         }
-    }
+    });
 }
 
-/// The `n` best rows of `q8` (that pass `filter`) by integer score, ascending row order.
-pub fn candidate_rows(
+/// [`scan_piece`] for several queries: each row is read once and scored against every
+/// query; `tops[i]` receives query `i`'s scores.
+#[allow(clippy::too_many_arguments)]
+fn scan_piece_many(
     q8: &Q8Reader,
     filter: Option<&Bitset>,
-    q: &[f32],
+    start: usize,
+    end: usize,
+    queries: &[Q8Query],
+    k: &Q8Kernel,
+    tops: &mut [TopRows],
+) {
+    let (codes, stride) = (q8.rows(), q8.stride());
+    let nq = queries.len();
+    let mut rows = vec![0u32; (BLOCK_ROWS * 2 / nq.max(1)).clamp(1, BLOCK_ROWS)];
+    let mut scores = vec![0i32; rows.len() * nq];
+    for_each_block(filter, start, end, &mut rows, |rows| {
+        let scores = &mut scores[..rows.len() * nq];
+        k.dot_rows_many(queries, codes, stride, rows, scores);
+        for (row_scores, &r) in scores.chunks_exact(nq).zip(rows) {
+            for (top, &s) in tops.iter_mut().zip(row_scores) {
+                if top.would_accept(s) {
+                    top.push(s, r);
+                }
+            }
+        }
+    });
+}
+
+/// The `n` best rows of `q8` (that pass `filter`) by integer score for each of `queries`,
+/// in ascending row order, in one pass over `q8`: each row is read once for all the
+/// queries, and element `i` is what a scan for `queries[i]` alone keeps.
+pub fn candidate_rows_many(
+    q8: &Q8Reader,
+    filter: Option<&Bitset>,
+    queries: &[&[f32]],
     n: usize,
     threads: Threads,
-) -> Vec<u32> {
-    let query = Q8Query::new(q, q8.params(), q8.stride());
+) -> Vec<Vec<u32>> {
+    let quantized: Vec<Q8Query> = queries
+        .iter()
+        .map(|q| Q8Query::new(q, q8.params(), q8.stride()))
+        .collect();
     let k = kernel::best();
     let total = q8.len();
-    let run_here = n == 0
-        || threads == Threads::Current
-        || total < PARALLEL_MIN_ROWS
-        || matches!(threads, Threads::All if rayon::current_num_threads() < 2);
-    if run_here {
-        let mut top = TopRows::new(n);
-        scan_piece(q8, filter, 0, total, &query, k, &mut top);
-        return top.rows();
-    }
-    let run = || {
-        let piece = total
-            .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
-            .max(MIN_PIECE_ROWS);
-        (0..total)
-            .step_by(piece)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|s| {
-                let mut top = TopRows::new(n);
-                scan_piece(q8, filter, s, (s + piece).min(total), &query, k, &mut top);
-                top
-            })
-            .reduce(|| TopRows::new(n), TopRows::merge)
-            .rows()
-    };
-    run_on(threads, run)
+    run_pieces(
+        &[total],
+        MIN_PIECE_ROWS,
+        threads,
+        n == 0 || run_here(threads, total),
+        || {
+            (0..queries.len())
+                .map(|_| TopRows::new(n))
+                .collect::<Vec<_>>()
+        },
+        |_, s, e, tops| match (&quantized[..], &mut tops[..]) {
+            ([q], [top]) => scan_piece(q8, filter, s, e, q, k, top),
+            _ => scan_piece_many(q8, filter, s, e, &quantized, k, tops),
+        },
+        |a, b| a.into_iter().zip(b).map(|(x, y)| x.merge(y)).collect(),
+    )
+    .into_iter()
+    .map(TopRows::into_keys)
+    .collect()
 }
 
 /// The best `k` live records for `q`: `base` through its q8 copy (candidates rescored
@@ -178,38 +141,47 @@ pub fn search_quantized(
     n: usize,
     threads: Threads,
 ) -> Vec<(KbidHash, Score)> {
-    let n = n.max(k);
-    let rows = candidate_rows(q8, base_filter, q, n, threads);
-    let mut scores = vec![0f32; rows.len()];
-    crate::vector::kernel::best().dot_rows(q, base.records(), base.stride(), &rows, &mut scores);
-    let mut top = TopK::new(k);
-    for (&s, &r) in scores.iter().zip(&rows) {
-        top.push(s, *base.kbid(r as usize));
-    }
-    if let Some(a) = appends {
-        for (kbid, s) in scan(&[a], q, k, threads) {
-            top.push(s, kbid);
-        }
-    }
-    top.into_sorted()
+    search_quantized_many(base, q8, base_filter, appends, &[q], k, n, threads)
+        .pop()
+        .unwrap_or_default()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_rows_keeps_best_and_breaks_ties_by_row() {
-        let mut t = TopRows::new(3);
-        for (s, r) in [(5, 9u32), (7, 4), (5, 2), (1, 0), (7, 8), (5, 1)] {
-            t.push(s, r);
-        }
-        assert_eq!(t.rows(), vec![1, 4, 8]);
-        let mut a = TopRows::new(2);
-        a.push(3, 5);
-        let mut b = TopRows::new(2);
-        b.push(3, 1);
-        b.push(2, 0);
-        assert_eq!(a.merge(b).rows(), vec![1, 5]);
-    }
+/// [`search_quantized`] for several queries, one pass over `q8` and one over the append
+/// file for all of them: element `i` equals `search_quantized(.., queries[i], ..)`. Each
+/// query's candidates are rescored with the f32 kernel and merged with its exact top of
+/// the append file in one heap (ties by kbid).
+#[allow(clippy::too_many_arguments)]
+pub fn search_quantized_many(
+    base: &VectorReader,
+    q8: &Q8Reader,
+    base_filter: Option<&Bitset>,
+    appends: Option<Part<'_>>,
+    queries: &[&[f32]],
+    k: usize,
+    n: usize,
+    threads: Threads,
+) -> Vec<Vec<(KbidHash, Score)>> {
+    let n = n.max(k);
+    let rows = candidate_rows_many(q8, base_filter, queries, n, threads);
+    let mut side = match appends {
+        Some(a) => scan_many(&[a], queries, k, threads),
+        None => vec![Vec::new(); queries.len()],
+    };
+    let kernel = crate::vector::kernel::best();
+    rows.iter()
+        .zip(queries)
+        .zip(side.iter_mut())
+        .map(|((rows, q), appended)| {
+            let mut scores = vec![0f32; rows.len()];
+            kernel.dot_rows(q, base.records(), base.stride(), rows, &mut scores);
+            let mut top = TopK::new(k);
+            for (&s, &r) in scores.iter().zip(rows) {
+                top.push(s, *base.kbid(r as usize));
+            }
+            for (kbid, s) in std::mem::take(appended) {
+                top.push(s, kbid);
+            }
+            top.into_sorted()
+        })
+        .collect()
 }
