@@ -63,6 +63,7 @@ impl<'a> ByteReader<'a> {
 }
 
 /// Bits needed for the largest of `values` (0 when all are 0).
+#[cfg(test)]
 pub fn bit_width(values: impl Iterator<Item = u32>) -> u32 {
     32 - values.fold(0, |a, v| a | v).leading_zeros()
 }

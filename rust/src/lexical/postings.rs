@@ -30,9 +30,7 @@
 //! which checks every offset, ordinal and varint and reports [`Malformed`] instead of
 //! panicking.
 
-use super::codec::{
-    bit_width, pack, packed_len, read_packed, u32_at, unpack, write_varint, ByteReader,
-};
+use super::codec::{pack, packed_len, read_packed, u32_at, unpack, write_varint, ByteReader};
 use super::{DocOrd, FIELD_COUNT};
 
 /// Docs per postings block.
@@ -87,45 +85,61 @@ pub fn serialize_term(
     let skip_at = postings.len();
     postings.resize(skip_at + n_blocks * SKIP_ENTRY_BYTES, 0);
     let data_at = postings.len();
+    // A varint takes at most 5 bytes: no growth inside the loops below.
+    positions.reserve(p.positions.len() * 5);
     let mut prev: DocOrd = 0;
     let mut pos_i = 0usize;
     let mut scratch = Vec::new();
     for (b, chunk) in p.docs.chunks(BLOCK_LEN).enumerate() {
+        let n = chunk.len();
         let first = b * BLOCK_LEN;
-        let tfs = &p.tfs[first..first + chunk.len()];
-        let base = prev;
-        let deltas = chunk.iter().scan(base, |last, &doc| {
+        let tfs = &p.tfs[first..first + n];
+        let deltas = chunk.iter().scan(prev, |last, &doc| {
             let delta = doc - *last;
             *last = doc;
             Some(delta)
         });
-        let doc_bits = bit_width(deltas.clone());
-        let tf_bits: [u32; FIELD_COUNT] =
-            std::array::from_fn(|f| bit_width(tfs.iter().map(|t| t[f])));
+        let doc_bits = 32 - deltas.clone().fold(0, |a, d| a | d).leading_zeros();
+        let any_tf = tfs.iter().fold([0u32; FIELD_COUNT], |a, t| {
+            [a[0] | t[0], a[1] | t[1], a[2] | t[2]]
+        });
+        let tf_bits = any_tf.map(|v| 32 - v.leading_zeros());
         postings.push(doc_bits as u8);
         postings.extend(tf_bits.iter().map(|&w| w as u8));
         pack(deltas, doc_bits, postings);
         for (f, &w) in tf_bits.iter().enumerate() {
-            pack(tfs.iter().map(|t| t[f]), w, postings);
+            if w > 0 {
+                pack(tfs.iter().map(|t| t[f]), w, postings);
+            }
         }
-        prev = chunk[chunk.len() - 1];
+        prev = chunk[n - 1];
         for row in tfs {
             for &tf in row {
-                let mut field_positions = &p.positions[pos_i..pos_i + tf as usize];
-                if !field_positions.is_sorted() {
-                    // Analyzers may emit a split identifier's parts out of order; deltas need
-                    // ascending positions.
-                    scratch.clear();
-                    scratch.extend_from_slice(field_positions);
-                    scratch.sort_unstable();
-                    field_positions = &scratch;
+                let tf = tf as usize;
+                let Some(field_positions) = p.positions.get(pos_i..pos_i + tf) else {
+                    return Err(Malformed("positions disagree with term frequency"));
+                };
+                pos_i += tf;
+                match field_positions {
+                    [] => {}
+                    [only] => write_varint(positions, *only),
+                    _ => {
+                        let mut field_positions = field_positions;
+                        if !field_positions.is_sorted() {
+                            // Analyzers may emit a split identifier's parts out of order;
+                            // deltas need ascending positions.
+                            scratch.clear();
+                            scratch.extend_from_slice(field_positions);
+                            scratch.sort_unstable();
+                            field_positions = &scratch;
+                        }
+                        let mut last = 0u32;
+                        for &pos in field_positions {
+                            write_varint(positions, pos - last);
+                            last = pos;
+                        }
+                    }
                 }
-                let mut last = 0u32;
-                for &pos in field_positions {
-                    write_varint(positions, pos - last);
-                    last = pos;
-                }
-                pos_i += tf as usize;
             }
         }
         let block_end = u32::try_from(postings.len() - data_at).map_err(|_| too_big)?;

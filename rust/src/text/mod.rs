@@ -17,6 +17,7 @@
 
 mod cjk;
 mod identifier;
+mod intern;
 mod normalize;
 mod pipeline;
 mod segment;
@@ -25,9 +26,11 @@ mod stem;
 
 pub(crate) use stem::FxHasher;
 mod stopwords;
+mod strtable;
 #[cfg(test)]
 mod tests;
 
+pub use intern::TermIds;
 pub use stopwords::{is_stop_word, STOP_WORDS};
 
 /// Terms longer than this (in UTF-8 bytes, after normalization) are not indexed; they
@@ -85,6 +88,21 @@ impl Analyzer {
         pipeline::run(&self.stemmer, text, |t| {
             sink(t.text, t.position, t.start, t.end)
         });
+    }
+
+    /// Index-time analysis to term ids: [`Self::analyze`]'s terms, each as its id in
+    /// `ids` (given on first sight), with its position. The same terms and positions, at
+    /// one hash lookup per token for the common simple word.
+    pub fn analyze_ids(&self, text: &str, ids: &mut TermIds, sink: impl FnMut(u32, u32)) {
+        pipeline::run_sink(
+            &self.stemmer,
+            text,
+            intern::IdSink {
+                ids,
+                sink,
+                recording: None,
+            },
+        );
     }
 
     /// Query-time analysis: the same pipeline, plus the surface form and `optional`.

@@ -21,7 +21,7 @@
 use super::cjk;
 use super::identifier::{self, Part};
 use super::normalize::{nfkc_into, push_lower, strip_possessive};
-use super::segment::for_each_segment;
+use super::segment::{chunk_segments, for_each_chunk};
 use super::stem::CachedStemmer;
 use super::stopwords::is_stop_word;
 use super::MAX_TOKEN_BYTES;
@@ -40,9 +40,71 @@ pub(crate) struct Term<'a> {
     pub whole: bool,
 }
 
+/// Where the walk's terms go. Every closure over [`Term`] is one; the indexer's
+/// [`super::TermIds`] sink is the other, which turns a simple word into a term id in one
+/// lookup of the word as written.
+pub(crate) trait Sink {
+    fn term(&mut self, t: Term<'_>);
+
+    /// A simple word (`identifier::is_simple`, at most `MAX_TOKEN_BYTES`) as written, at
+    /// `position`. It yields the term `stemmer.simple_term_into` gives, or nothing for a
+    /// stop word; this default finds it so and passes it on. `scratch` is free to use.
+    #[inline]
+    fn simple(
+        &mut self,
+        stemmer: &CachedStemmer,
+        word: &str,
+        scratch: &mut String,
+        (position, start, end): (u32, usize, usize),
+    ) {
+        if stemmer.simple_term_into(word, scratch) {
+            self.term(Term {
+                text: scratch,
+                position,
+                start,
+                end,
+                whole: false,
+            });
+        }
+    }
+
+    /// A sink may remember what an all-ASCII chunk (a whitespace-delimited piece of text,
+    /// see `segment::for_each_chunk`) yields: its terms depend on the chunk alone. If it
+    /// has `chunk`, it emits the chunk's terms at `position` onwards and returns how many
+    /// positions the chunk takes; otherwise `None`, and the walk analyzes it.
+    #[inline]
+    fn replay(&mut self, _chunk: &str, _position: u32) -> Option<u32> {
+        None
+    }
+
+    /// Called before the walk analyzes an all-ASCII `chunk` whose first position is
+    /// `position`; true asks for [`Sink::end_chunk`] after its terms.
+    #[inline]
+    fn begin_chunk(&mut self, _chunk: &str, _position: u32) -> bool {
+        false
+    }
+
+    /// The chunk that [`Sink::begin_chunk`] announced is done; it took `advance`
+    /// positions.
+    #[inline]
+    fn end_chunk(&mut self, _chunk: &str, _advance: u32) {}
+}
+
+impl<F: FnMut(Term<'_>)> Sink for F {
+    #[inline]
+    fn term(&mut self, t: Term<'_>) {
+        self(t)
+    }
+}
+
 /// Runs the pipeline over `text`, calling `sink` per term in text order.
 pub(crate) fn run(stemmer: &CachedStemmer, text: &str, sink: impl FnMut(Term<'_>)) {
-    run_skipping(stemmer, text, None, sink);
+    walk(stemmer, text, None, sink);
+}
+
+/// [`run`] with any [`Sink`].
+pub(crate) fn run_sink(stemmer: &CachedStemmer, text: &str, sink: impl Sink) {
+    walk(stemmer, text, None, sink);
 }
 
 /// As [`run`], but an ASCII segment that is a simple word (`identifier::is_simple`) for
@@ -54,6 +116,10 @@ pub(crate) fn run_skipping(
     skip: Option<&dyn Fn(&str) -> bool>,
     sink: impl FnMut(Term<'_>),
 ) {
+    walk(stemmer, text, skip, sink);
+}
+
+fn walk(stemmer: &CachedStemmer, text: &str, skip: Option<&dyn Fn(&str) -> bool>, sink: impl Sink) {
     let mut walk = Walk {
         text,
         stemmer,
@@ -68,7 +134,23 @@ pub(crate) fn run_skipping(
         parts: Vec::new(),
         bounds: Vec::new(),
     };
-    for_each_segment(text, |start, seg| walk.segment(start, seg));
+    for_each_chunk(text, |start, end, ascii| {
+        // An ASCII chunk after an open CJK run would close it: not a chunk on its own.
+        if ascii && start < end && walk.run.is_none() {
+            let chunk = &text[start..end];
+            let position = walk.pos;
+            if let Some(advance) = walk.sink.replay(chunk, position) {
+                walk.pos = position.saturating_add(advance);
+                return;
+            }
+            if walk.sink.begin_chunk(chunk, position) {
+                chunk_segments(text, start, end, ascii, |s, seg| walk.segment(s, seg));
+                walk.sink.end_chunk(chunk, walk.pos - position);
+                return;
+            }
+        }
+        chunk_segments(text, start, end, ascii, |s, seg| walk.segment(s, seg));
+    });
     walk.flush_run();
 }
 
@@ -89,7 +171,7 @@ struct Walk<'t, 's, F> {
     bounds: Vec<usize>,
 }
 
-impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
+impl<F: Sink> Walk<'_, '_, F> {
     fn segment(&mut self, start: usize, seg: &str) {
         if seg.is_ascii() {
             self.flush_run();
@@ -154,7 +236,7 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
         } = self;
         cjk::grams(&text[start..end], start, bounds, buf, |gram, s, e| {
             if gram.len() <= MAX_TOKEN_BYTES {
-                sink(Term {
+                sink.term(Term {
                     text: gram,
                     position: *pos,
                     start: s,
@@ -173,15 +255,8 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
             // The common case, in one cache lookup: see `CachedStemmer::simple_term_into`.
             let position = self.pos;
             self.pos = self.pos.saturating_add(1);
-            if self.stemmer.simple_term_into(raw, &mut self.stem) {
-                (self.sink)(Term {
-                    text: &self.stem,
-                    position,
-                    start,
-                    end,
-                    whole: false,
-                });
-            }
+            self.sink
+                .simple(self.stemmer, raw, &mut self.stem, (position, start, end));
             return;
         }
         nfkc_into(raw, &mut self.norm);
@@ -211,7 +286,7 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
                 push_lower(&self.norm[s..e], &mut self.whole);
             }
             if self.whole.len() <= MAX_TOKEN_BYTES {
-                (self.sink)(Term {
+                self.sink.term(Term {
                     text: &self.whole,
                     position: self.pos,
                     start,
@@ -241,7 +316,7 @@ impl<F: FnMut(Term<'_>)> Walk<'_, '_, F> {
         } else {
             lower
         };
-        (self.sink)(Term {
+        self.sink.term(Term {
             text: term,
             position,
             start,

@@ -17,10 +17,12 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Calls `f(start, segment)` for every UAX #29 word segment of `text` that contains a
-/// letter or digit, in order, and possibly for some that do not.
+/// letter or digit, in order, and possibly for some that do not. (The pipeline walks
+/// [`for_each_chunk`] and [`chunk_segments`] itself; this is their composition.)
+#[cfg(test)]
 pub(crate) fn for_each_segment<'t>(text: &'t str, mut f: impl FnMut(usize, &'t str)) {
     for_each_chunk(text, |start, end, ascii| {
-        chunk(text, start, end, ascii, &mut f)
+        chunk_segments(text, start, end, ascii, &mut f)
     });
 }
 
@@ -57,18 +59,20 @@ fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0B' | b'\x0C')
 }
 
-fn chunk<'t>(
+/// Calls `f(start, segment)` for the word segments of the chunk `text[start..end]` (one
+/// that [`for_each_chunk`] gives, with its `ascii`), as [`for_each_segment`] does.
+pub(crate) fn chunk_segments<'t>(
     text: &'t str,
     start: usize,
     end: usize,
     ascii: bool,
-    f: &mut impl FnMut(usize, &'t str),
+    mut f: impl FnMut(usize, &'t str),
 ) {
     let Some(chunk) = text.get(start..end).filter(|c| !c.is_empty()) else {
         return;
     };
     if ascii {
-        ascii_words(chunk, start, f);
+        ascii_words(chunk, start, &mut f);
     } else {
         for (s, seg) in chunk.split_word_bound_indices() {
             f(start + s, seg);

@@ -155,9 +155,7 @@ impl Hasher for FxHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+            self.add(load_short(rest) ^ ((rest.len() as u64) << 59));
         }
     }
 
@@ -172,6 +170,27 @@ impl Hasher for FxHasher {
     }
 }
 
+/// The 1–7 bytes of `b` as a little-endian integer (zero-extended), without a copy into a
+/// buffer: two overlapping loads whose shared bytes are equal, so OR-ing them is exact.
+#[inline(always)]
+pub(crate) fn load_short(b: &[u8]) -> u64 {
+    let n = b.len();
+    debug_assert!(n < 8);
+    if n >= 4 {
+        let lo = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let hi = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
+        u64::from(lo) | (u64::from(hi) << (8 * (n - 4)))
+    } else if n >= 2 {
+        let lo = u16::from_le_bytes([b[0], b[1]]);
+        let hi = u16::from_le_bytes([b[n - 2], b[n - 1]]);
+        u64::from(lo) | (u64::from(hi) << (8 * (n - 2)))
+    } else if n == 1 {
+        u64::from(b[0])
+    } else {
+        0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +199,16 @@ mod tests {
         let mut out = String::new();
         CachedStemmer::english().stem_into(w, &mut out);
         out
+    }
+
+    #[test]
+    fn short_loads_are_zero_extended_little_endian() {
+        let bytes = [0x11u8, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77];
+        for n in 0..8 {
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(&bytes[..n]);
+            assert_eq!(load_short(&bytes[..n]), u64::from_le_bytes(w), "{n} bytes");
+        }
     }
 
     #[test]

@@ -274,8 +274,56 @@ fn check_invariants(text: &str) -> Result<(), TestCaseError> {
         .into_iter()
         .map(|t| (t.term, t.position))
         .collect();
-    prop_assert_eq!(index, query);
+    prop_assert_eq!(&index, &query);
+    // Term ids give the same terms and positions, on first sight and replayed from the
+    // chunk cache, also after other texts filled the caches.
+    let mut ids = TermIds::new();
+    for _ in 0..2 {
+        prop_assert_eq!(&ids_terms(&a, &mut ids, text), &index);
+        ids_terms(
+            &a,
+            &mut ids,
+            "Running, the camelCase DNA-binding 数据 x2 e.g. don't",
+        );
+    }
     Ok(())
+}
+
+/// `(term, position)` pairs from `analyze_ids`, the ids turned back into terms.
+fn ids_terms(a: &Analyzer, ids: &mut TermIds, text: &str) -> Vec<(String, u32)> {
+    let mut got = Vec::new();
+    a.analyze_ids(text, ids, |id, p| got.push((id, p)));
+    got.into_iter()
+        .map(|(id, p)| (ids.term(id).to_string(), p))
+        .collect()
+}
+
+#[test]
+fn term_ids_match_analysis_with_a_warm_cache() {
+    let a = Analyzer::new();
+    let long_word = format!("{} tail", "abc".repeat(40));
+    let long_chunk = format!("{} tail", "ab-".repeat(40));
+    let texts = [
+        "The quick brown fox's camelCase parseHTTPResponse, (DNA) and p53-dependent cells.",
+        "Cells, cells; CELLS! the quick. 3.14 1,000 e.g. x_y __init__ std::io a:b",
+        "數據庫 and 東京タワー after latin; then latin again: quick fox",
+        "\u{301}combining after space \u{3000}ideographic space quick\u{00A0}nbsp",
+        long_word.as_str(),
+        long_chunk.as_str(),
+        "",
+        "   ",
+    ];
+    let mut ids = TermIds::new();
+    for round in 0..3 {
+        for t in texts {
+            assert_eq!(ids_terms(&a, &mut ids, t), terms(t), "round {round}: {t:?}");
+        }
+    }
+    assert!(!ids.is_empty());
+    // Ids are dense and name distinct terms.
+    let names: std::collections::HashSet<&str> =
+        (0..ids.len() as u32).map(|i| ids.term(i)).collect();
+    assert_eq!(names.len(), ids.len());
 }
 
 proptest! {
