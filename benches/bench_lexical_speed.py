@@ -245,7 +245,12 @@ def main() -> int:
     goals = {
         "kb.search >= 2x bm25s": (ratios["kb.search / bm25s (tokenize+retrieve)"] or 0) >= GOAL_PY,
         "Rust >= 5x bm25s": (ratios["Rust relaxed / bm25s retrieve only"] or 0) >= GOAL_RUST,
-        "indexing >= 3x bm25s": (ratios["learn / bm25s tokenize+index (sections/s)"] or 0)
+        # Issue 7 §7: "the Rust indexing reaches at least 3× bm25s's documents/s". The full
+        # learn pipeline (split, SQLite, near-duplicates, durable commit) is reported beside
+        # it; docs/benchmarks.md says what bounds it.
+        "Rust indexing >= 3x bm25s": (
+            ratios["engine commit / bm25s tokenize+index (sections/s)"] or 0
+        )
         >= GOAL_INDEX,
     }
 
@@ -312,6 +317,12 @@ def main() -> int:
                     "kbdb": f"{qps('kbdb Rust Index.search (relaxed)') or 0:,.0f}",
                     "peers": f"{x(ratios['Rust relaxed / bm25s retrieve only'])} bm25s retrieve "
                     f"({qps('bm25s retrieve only') or 0:,.0f} q/s)",
+                },
+                {
+                    "what": "SciFact indexing, sections/s, Rust `Index.commit`",
+                    "kbdb": f"{sps('kbdb engine Index.commit') or 0:,.0f}",
+                    "peers": f"{x(ratios['engine commit / bm25s tokenize+index (sections/s)'])}"
+                    f" bm25s tokenize+index ({sps('bm25s tokenize+index') or 0:,.0f}/s)",
                 },
                 {
                     "what": "SciFact indexing, sections/s (learn)",
