@@ -24,7 +24,15 @@ fn main() {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let index = Index::open(dir.path(), true).expect("open");
-    index.commit(&data.docs, &[], 1).expect("commit");
+    // KBDB_BATCH: commit in batches of this many sections (one segment each, as `learn`
+    // commits 2,048 at a time), instead of one segment.
+    let batch: usize = std::env::var("KBDB_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(data.docs.len());
+    for (i, docs) in data.docs.chunks(batch.max(1)).enumerate() {
+        index.commit(docs, &[], i as u64 + 1).expect("commit");
+    }
     let queries: Vec<Query> = data
         .queries
         .iter()
