@@ -329,7 +329,14 @@ impl<'s> SegmentSearch<'_, 's> {
                 cursors: (0..self.cursors.len()).map(|_| None).collect(),
             };
             let mut plan = plan;
-            let (mut lo, mut width) = (0, FIRST_WINDOW.min(max_width));
+            // Small first windows only while there is no threshold yet: a segment searched
+            // after another starts with the heap that one filled.
+            let first = if self.top.threshold().is_some() {
+                max_width
+            } else {
+                FIRST_WINDOW.min(max_width)
+            };
+            let (mut lo, mut width) = (0, first);
             while lo < n && plan.raise(self.top.threshold()) {
                 let hi = lo.saturating_add(width).min(n);
                 self.window(lo, hi, &plan, &mut rows, &mut seek, &mut matches)?;
