@@ -1,0 +1,165 @@
+"""What bounds fp32 embedding speed: the model's arithmetic against this CPU's matrix speed.
+
+Counts the floating-point operations of all-MiniLM-L6-v2 on SciFact abstracts (every
+``MatMul``/``Gemm`` of the ONNX graph with a weight initializer: 2·K·N per token; the two
+attention products: 2·L·d per token per layer), as kbdb runs them (length-sorted batches
+of 64, each padded to its longest text, cut at 256 tokens), and compares the rate kbdb's
+fp32 provider reaches, and sentence-transformers' where it is installed, with the single-
+thread sgemm rate numpy's BLAS reaches on the model's own layer shapes. A provider at a
+large fraction of that rate cannot be made much faster without doing less arithmetic
+(shorter inputs, fewer layers) or cheaper arithmetic (int8: ``quantized = true``).
+
+    python benches/embed_roofline.py [--n 300]
+
+Writes ``benches/results/embed_roofline.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import single_thread  # noqa: E402
+
+single_thread()
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from bench_embed import BATCH, load_texts, model_dir, sentence_transformers  # noqa: E402
+from common import print_table, write_result  # noqa: E402
+from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider  # noqa: E402
+from kbdb.embedding.local import MAX_TOKENS  # noqa: E402
+
+
+def weight_matmuls(model: Path) -> tuple[list[tuple[int, int]], int, int]:
+    """(K, N) of every MatMul/Gemm whose second input is a weight; hidden size; layers."""
+    import onnx
+
+    graph = onnx.load(str(model)).graph
+    shapes = {t.name: tuple(t.dims) for t in graph.initializer}
+    kn = []
+    for node in graph.node:
+        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1:
+            dims = shapes.get(node.input[1])
+            if dims is not None and len(dims) == 2:
+                kn.append((int(dims[0]), int(dims[1])))
+    hidden = max(k for k, n in kn if k == n)  # the square projections (Q, K, V, output)
+    layers = sum(1 for k, n in kn if k == hidden and n > hidden)  # one FFN-in per layer
+    return kn, hidden, layers
+
+
+def flops_per_batch(lengths: list[int], kn: list[tuple[int, int]], hidden: int, layers: int):
+    """(executed, useful) FLOPs of one padded batch: executed counts the padding."""
+    per_token = sum(2 * k * n for k, n in kn)
+    pad = max(lengths)
+
+    def seq(n_tokens: int, attend: int) -> int:
+        # QK^T and softmax·V: 2 products of L×d by d×L (L×L by L×d) per layer.
+        return n_tokens * (per_token + layers * 2 * 2 * attend * hidden)
+
+    executed = len(lengths) * seq(pad, pad)
+    useful = sum(seq(n, n) for n in lengths)
+    return executed, useful
+
+
+def sgemm_gflops(shapes: list[tuple[int, int]], rows: int, rounds: int = 5) -> float:
+    """Single-thread numpy (BLAS) rate on (rows × K) @ (K × N) for the model's shapes."""
+    rng = np.random.default_rng(0)
+    best = {}
+    for k, n in sorted(set(shapes)):
+        a = rng.standard_normal((rows, k), dtype=np.float32)
+        w = rng.standard_normal((k, n), dtype=np.float32)
+        a @ w  # warm-up
+        t = min(_timed(lambda a=a, w=w: a @ w) for _ in range(rounds))
+        best[(k, n)] = 2 * rows * k * n / t
+    total = sum(2 * rows * k * n for k, n in shapes)
+    return total / sum(2 * rows * k * n / best[(k, n)] for k, n in shapes) / 1e9
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=300, help="abstracts to embed")
+    ap.add_argument("--rounds", type=int, default=2, help="passes per system; best counts")
+    args = ap.parse_args()
+
+    folder = model_dir()
+    files = ModelFiles(folder / "model.onnx", folder / "tokenizer.json")
+    abstracts, _ = load_texts(args.n)
+    kn, hidden, layers = weight_matmuls(files.model)
+
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(files.tokenizer))
+    tok.no_padding()
+    tok.enable_truncation(max_length=MAX_TOKENS)
+    lengths = sorted((len(e.ids) for e in tok.encode_batch(abstracts)), reverse=True)
+    executed = useful = 0
+    for start in range(0, len(lengths), BATCH):
+        e, u = flops_per_batch(lengths[start : start + BATCH], kn, hidden, layers)
+        executed += e
+        useful += u
+
+    kbdb = OnnxEmbeddingProvider(files, threads=1, batch_size=BATCH)
+    kbdb.embed(abstracts[:BATCH])
+    systems = {"kbdb fp32": kbdb.embed}
+    st, st_status = sentence_transformers(1)
+    if st is not None:
+        st(abstracts[:BATCH])
+        systems["sentence-transformers"] = st
+    seconds = {
+        name: min(_timed(lambda f=f: f(abstracts)) for _ in range(args.rounds))
+        for name, f in systems.items()
+    }
+    peak = sgemm_gflops(kn, rows=BATCH * int(np.median(lengths)))
+
+    rows = []
+    out: dict[str, Any] = {}
+    for name, s in seconds.items():
+        rate = executed / s / 1e9
+        out[name] = {
+            "seconds": s,
+            "sentences_per_s": len(abstracts) / s,
+            "executed_gflops": rate,
+            "useful_gflops": useful / s / 1e9,
+            "fraction_of_sgemm": rate / peak,
+        }
+        rows.append([name, len(abstracts) / s, rate, useful / s / 1e9, f"{rate / peak:.2f}"])
+    if st is None:
+        rows.append(["sentence-transformers", st_status, None, None, None])
+    print_table(
+        f"all-MiniLM-L6-v2 fp32 on {len(abstracts)} SciFact abstracts, 1 thread "
+        f"(numpy sgemm on the layer shapes: {peak:.1f} GFLOP/s)",
+        ["system", "sentences/s", "GFLOP/s executed", "GFLOP/s useful", "× sgemm"],
+        rows,
+    )
+    write_result(
+        "embed_roofline",
+        {
+            "texts": len(abstracts),
+            "batch": BATCH,
+            "max_tokens": MAX_TOKENS,
+            "model": {"hidden": hidden, "layers": layers, "weight_matmuls": len(kn)},
+            "tokens": {"useful": sum(lengths), "median": int(np.median(lengths))},
+            "gflop": {"executed": executed / 1e9, "useful": useful / 1e9},
+            "sgemm_gflops_1_thread": peak,
+            "systems": out,
+            "sentence_transformers": st_status,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
