@@ -156,6 +156,20 @@ def main() -> int:
             "sgemm_gflops_1_thread": peak,
             "systems": out,
             "sentence_transformers": st_status,
+            "headline": [
+                {
+                    "what": "fp32 embedding against the CPU's single-thread sgemm rate",
+                    "kbdb": f"{out['kbdb fp32']['executed_gflops']:.0f} GFLOP/s, "
+                    f"{out['kbdb fp32']['fraction_of_sgemm']:.2f} of sgemm "
+                    f"({peak:.0f} GFLOP/s)",
+                    "peers": (
+                        f"sentence-transformers "
+                        f"{out['sentence-transformers']['fraction_of_sgemm']:.2f} of sgemm"
+                        if "sentence-transformers" in out
+                        else f"sentence-transformers {st_status}"
+                    ),
+                }
+            ],
         },
     )
     return 0

@@ -21,6 +21,7 @@ SCRIPTS = {
     "learn": "bench_learn.py",
     "vector_scan": "bench_vector_scan.py",
     "embed": "bench_embed.py",
+    "embed_roofline": "embed_roofline.py",
     "maintenance": "bench_maintenance.py",
     "neardup": "bench_neardup.py",
     "mcp_latency": "bench_mcp.py",
