@@ -141,3 +141,54 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
         assert_eq!(hits.total, 1_000);
     }
 }
+
+/// More than 64 essential clauses: each row keeps its column flags in several words (the
+/// general path of the MaxScore window, next to its one-word fast path), and some terms
+/// serve two clauses.
+#[test]
+fn more_than_64_clauses_match_the_exhaustive_ranking() {
+    // Two-letter suffixes after "zq": words no stemmer or stop list touches.
+    let vocab: Vec<String> = (0..120)
+        .map(|i| {
+            let a = (b'a' + (i / 26) as u8) as char;
+            let b = (b'a' + (i % 26) as u8) as char;
+            format!("zq{a}{b}")
+        })
+        .collect();
+    let mut rng = Rng(20261203);
+    let docs: Vec<Doc> = (0..900u64)
+        .map(|i| Doc {
+            kbid: kbid(i),
+            fields: [
+                vocab[rng.below(vocab.len())].clone(),
+                (0..40)
+                    .map(|_| vocab[rng.below(vocab.len())].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                String::new(),
+            ],
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(dir.path(), true).unwrap();
+    index.commit(&docs[..500], &[], 1).unwrap();
+    index.commit(&docs[500..], &[], 2).unwrap();
+    for (n_clauses, limit) in [(70, 10), (100, 3), (130, 30)] {
+        // Clause c asks for vocab[c % 120]: past 120 clauses, terms repeat.
+        let clauses = (0..n_clauses)
+            .map(|c| Clause {
+                alternatives: vec![(vocab[c % vocab.len()].clone(), 1.0 + (c % 3) as f32)],
+                required: c % 2 == 0,
+            })
+            .collect();
+        let q = Query {
+            clauses,
+            require_all: false,
+            limit,
+            ..Query::default()
+        };
+        let pruned = index.search(&q).unwrap();
+        assert_eq!(pruned.kbids.len(), limit);
+        assert_same(&pruned, &index.search_exhaustive(&q).unwrap(), &q);
+    }
+}

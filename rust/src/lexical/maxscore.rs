@@ -392,6 +392,36 @@ impl<'s> SegmentSearch<'_, 's> {
                         .unwrap_or_default();
                 }
                 p.norms.score_block(idf, tfs, factors, scores);
+                if let ([(k, w)], 1) = (targets, sw) {
+                    // The usual case, one column per term and at most 64 essential
+                    // clauses (one set word per row): the loop below without its slices.
+                    let (k, w) = (*k, *w);
+                    let kb = 1u64 << k;
+                    for (j, &d) in docs.iter().enumerate() {
+                        let i = (d - lo) as usize;
+                        let (word, bit) = (i / 64, 1u64 << (i % 64));
+                        if rows.touched[word] & bit == 0 {
+                            rows.touched[word] |= bit;
+                            rows.set[i] = 0;
+                            rows.bound[i] = 0.0;
+                            matches.insert(d);
+                        }
+                        let v = w * scores[j];
+                        let mask = field_mask(std::array::from_fn(|f| tfs[f][j]));
+                        let cell = i * me + k;
+                        if rows.set[i] & kb == 0 {
+                            rows.set[i] |= kb;
+                            rows.values[cell] = v;
+                            rows.masks[cell] = mask;
+                        } else {
+                            rows.values[cell] = rows.values[cell].max(v);
+                            rows.masks[cell] |= mask;
+                        }
+                        rows.bound[i] += v;
+                    }
+                    cur.skip_in_block(n)?;
+                    continue;
+                }
                 for (j, &d) in docs.iter().enumerate() {
                     let i = (d - lo) as usize;
                     let (word, bit) = (i / 64, 1u64 << (i % 64));
