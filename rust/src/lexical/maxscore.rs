@@ -180,6 +180,19 @@ struct Rows<'b> {
     touched: &'b mut [u64],
 }
 
+/// Writes a term's value `v` (and its fields) into a row's cell: the cell's first value,
+/// or the larger of the two (a clause scores its best alternative).
+#[inline(always)]
+fn put_cell(values: &mut [Score], masks: &mut [u8], cell: usize, first: bool, v: Score, mask: u8) {
+    if first {
+        values[cell] = v;
+        masks[cell] = mask;
+    } else {
+        values[cell] = values[cell].max(v);
+        masks[cell] |= mask;
+    }
+}
+
 /// One touched doc's row.
 struct Row<'r> {
     values: &'r [Score],
@@ -408,15 +421,9 @@ impl<'s> SegmentSearch<'_, 's> {
                         }
                         let v = w * scores[j];
                         let mask = field_mask(std::array::from_fn(|f| tfs[f][j]));
-                        let cell = i * me + k;
-                        if rows.set[i] & kb == 0 {
-                            rows.set[i] |= kb;
-                            rows.values[cell] = v;
-                            rows.masks[cell] = mask;
-                        } else {
-                            rows.values[cell] = rows.values[cell].max(v);
-                            rows.masks[cell] |= mask;
-                        }
+                        let first = rows.set[i] & kb == 0;
+                        rows.set[i] |= kb;
+                        put_cell(rows.values, rows.masks, i * me + k, first, v, mask);
                         rows.bound[i] += v;
                     }
                     cur.skip_in_block(n)?;
@@ -437,14 +444,9 @@ impl<'s> SegmentSearch<'_, 's> {
                     for &(k, w) in targets {
                         let (cell, v) = (i * me + k, w * s);
                         let (sw_k, sb_k) = (k / 64, 1u64 << (k % 64));
-                        if set[sw_k] & sb_k == 0 {
-                            set[sw_k] |= sb_k;
-                            rows.values[cell] = v;
-                            rows.masks[cell] = mask;
-                        } else {
-                            rows.values[cell] = rows.values[cell].max(v);
-                            rows.masks[cell] |= mask;
-                        }
+                        let first = set[sw_k] & sb_k == 0;
+                        set[sw_k] |= sb_k;
+                        put_cell(rows.values, rows.masks, cell, first, v, mask);
                         rows.bound[i] += v;
                     }
                 }
