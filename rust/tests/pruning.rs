@@ -63,6 +63,14 @@ fn assert_same(pruned: &Hits, exhaustive: &Hits, q: &Query) {
     assert_eq!(pruned.clause_bounds, exhaustive.clause_bounds, "{q:?}");
 }
 
+/// An index of `docs` in two segments: the first 500, then the rest.
+fn two_segments(dir: &std::path::Path, docs: &[Doc]) -> Index {
+    let index = Index::open(dir, true).unwrap();
+    index.commit(&docs[..500], &[], 1).unwrap();
+    index.commit(&docs[500..], &[], 2).unwrap();
+    index
+}
+
 /// Commits `docs` in `segments` batches, then deletes about `delete_pct`% of them.
 fn build(dir: &std::path::Path, docs: &[Doc], segments: usize, delete_pct: usize, rng: &mut Rng) {
     let index = Index::open(dir, true).unwrap();
@@ -120,9 +128,7 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let index = Index::open(dir.path(), true).unwrap();
-    index.commit(&docs[..500], &[], 1).unwrap();
-    index.commit(&docs[500..], &[], 2).unwrap();
+    let index = two_segments(dir.path(), &docs);
     for limit in [1, 7, 10, 100, 400] {
         let q = Query {
             clauses: ["kernel", "socket"]
@@ -170,9 +176,7 @@ fn more_than_64_clauses_match_the_exhaustive_ranking() {
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let index = Index::open(dir.path(), true).unwrap();
-    index.commit(&docs[..500], &[], 1).unwrap();
-    index.commit(&docs[500..], &[], 2).unwrap();
+    let index = two_segments(dir.path(), &docs);
     for (n_clauses, limit) in [(70, 10), (100, 3), (130, 30)] {
         // Clause c asks for vocab[c % 120]: past 120 clauses, terms repeat.
         let clauses = (0..n_clauses)
