@@ -17,7 +17,8 @@
 //! 3. a survivor's score is summed in query clause order and offered to the heap, which
 //!    raises θ for the next docs and the next split.
 //!
-//! Windows start small so that θ exists early, then grow; their width keeps the row table
+//! Windows start small so that θ exists early (full width when the heap arrives with a
+//! threshold from a segment searched before), then grow; their width keeps the row table
 //! (width × essential clauses) within a few hundred KiB.
 //!
 //! Exactness: a doc is dropped only when a bound puts it strictly below θ, so a doc that
