@@ -65,6 +65,15 @@ class Analyzer:
         states the rules) and the ``(start, end)`` char spans of the matched words in it,
         sorted, overlaps merged. Without a match in ``text``, a given ``fallback`` text is
         used instead."""
+    def snippets(
+        self,
+        jobs: Sequence[tuple[str, str | None, Sequence[int]]],
+        alternatives: Sequence[Sequence[str]],
+        width: int = 200,
+    ) -> list[str]:
+        """The snippet texts of many ``(text, fallback, clauses)`` jobs in one call: a job's
+        terms are the ``alternatives`` of the clauses it lists (indices), and its snippet
+        is ``snippet(text, terms, width, fallback)[0]``."""
 
 @final
 class Hits:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbdb import _core
+from kbdb.errors import InvalidArgumentError
 from kbdb.search.snippet import make_snippet, make_snippet_spans
 
 ANALYZER = _core.Analyzer()
@@ -130,6 +132,42 @@ def test_highlights_cover_matched_words(text: str, words: list[str]) -> None:
         word = snippet[a:b]
         assert not any(ch.isspace() for ch in word)
         assert any(t in terms for t in ANALYZER.terms(word)), (word, terms)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    jobs=st.lists(
+        st.tuples(
+            texts(),
+            st.one_of(st.none(), texts()),
+            st.lists(st.integers(0, 3), max_size=4),
+        ),
+        max_size=6,
+    ),
+    clause_words=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=2), min_size=4, max_size=4
+    ),
+    width=st.sampled_from([200, 80]),
+)
+def test_batched_snippets_equal_one_at_a_time(
+    jobs: list[tuple[str, str | None, list[int]]], clause_words: list[list[str]], width: int
+) -> None:
+    """``Analyzer.snippets`` (a page of results in one call) gives each job the snippet of
+    the terms of the clauses it lists."""
+    alternatives = [sorted(_terms(words)) for words in clause_words]
+    got = ANALYZER.snippets(jobs, alternatives, width)
+    want = [
+        reference_snippet(
+            text, {t for c in clauses for t in alternatives[c]}, width, fallback=fallback
+        )
+        for text, fallback, clauses in jobs
+    ]
+    assert got == want
+
+
+def test_batched_snippets_reject_an_unknown_clause() -> None:
+    with pytest.raises(InvalidArgumentError, match="clause 2 out of range"):
+        ANALYZER.snippets([("some text", None, [0, 2])], [["some"], ["text"]])
 
 
 def test_python_whitespace_matches_rust() -> None:

@@ -252,14 +252,28 @@ class LexicalSearcher:
         clauses = parsed.clauses
         required_flags = [req for _, req in clauses]
         required = sum(required_flags) or len(clauses)
-        alternatives = [[alt for alt, _ in alts] for alts, _ in clauses]
-        snippet = self.analyzer.snippet
-        items: list[SearchItem] = []
+        # Each live hit with its row and matched clauses; the snippets of the page are
+        # made in one call (an image's snippet is empty).
+        live: list[tuple[Hit, _Row, list[int]]] = []
+        jobs: list[tuple[str, str, list[int]]] = []
         for h in page:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
                 continue
             matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
+            live.append((h, row, matched_clauses))
+            if not row.type.startswith("image/"):
+                _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
+                jobs.append((body, row.content, matched_clauses))
+        texts = iter(
+            self.analyzer.snippets(
+                jobs, [[alt for alt, _ in alts] for alts, _ in clauses], SNIPPET_CHARS
+            )
+            if jobs
+            else ()
+        )
+        items: list[SearchItem] = []
+        for h, row, matched_clauses in live:
             fields = 0
             for mask in h.matched:
                 fields |= mask
@@ -269,12 +283,6 @@ class LexicalSearcher:
                 covered = sum([required_flags[i] for i in matched_clauses])
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
-            if row.type.startswith("image/"):
-                text = ""
-            else:
-                terms = {alt for i in matched_clauses for alt in alternatives[i]}
-                _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
-                text = snippet(body, terms, SNIPPET_CHARS, row.content)[0]
             items.append(
                 SearchItem(
                     kbid=h.kbid,
@@ -285,7 +293,7 @@ class LexicalSearcher:
                     section_type=row.section_type,
                     docids=_docids(links.get(h.kbid, ())),
                     tags=row.tags,
-                    snippet=text,
+                    snippet="" if row.type.startswith("image/") else next(texts),
                     matched_terms=tuple([parsed.surfaces[i] for i in matched_clauses]),
                     matched_fields=_FIELD_SETS[fields],
                     score=round(h.score, 6),
@@ -343,11 +351,16 @@ def _links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
     out: Links = {}
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
-        # Sorted by SQLite (BINARY collation orders UTF-8 as Python orders str).
-        for kbid, docid, live in conn.execute(
-            "SELECT DISTINCT kbid, docid, live FROM document_sections"
-            f" WHERE kbid IN ({marks}) ORDER BY kbid, docid, live",
-            tuple(chunk),
+        # Deduplicated and sorted here, not by SQLite's DISTINCT and ORDER BY (a temporary
+        # B-tree, slower for a few dozen rows); SQLite's BINARY collation orders UTF-8 as
+        # Python orders str, so the order is the same.
+        for kbid, docid, live in sorted(
+            set(
+                conn.execute(
+                    f"SELECT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})",
+                    tuple(chunk),
+                )
+            )
         ):
             pairs = out.get(kbid)
             if pairs is None:
@@ -365,9 +378,14 @@ def _docids(links: Sequence[tuple[str, bool]]) -> tuple[str, ...]:
 
 def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:
     ex = h.explain
+    if ex is None:  # positional: a search makes dozens of these
+        return [
+            Hit(k, s, m, relaxed, None, 1.0, bound, s)
+            for k, s, m in zip(h.kbids, h.scores, h.matched, strict=True)
+        ]
     return [
-        Hit(k, s, m, relaxed, ex[i] if ex is not None else None, bound=bound, lexical_score=s)
-        for i, (k, s, m) in enumerate(zip(h.kbids, h.scores, h.matched, strict=True))
+        Hit(k, s, m, relaxed, e, 1.0, bound, s)
+        for k, s, m, e in zip(h.kbids, h.scores, h.matched, ex, strict=True)
     ]
 
 

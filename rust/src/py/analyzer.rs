@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
+use crate::error::Error;
 use crate::text::Analyzer;
 
 #[pyclass(frozen, name = "Analyzer", module = "kbdb._core")]
@@ -107,6 +108,43 @@ impl PyAnalyzer {
             let s = self.inner.snippet(text, &refs, width, fallback);
             (s.text, s.highlights)
         }))
+    }
+
+    /// The snippet texts of a page of results in one call: each job is `(text, fallback,
+    /// clauses)`, where `clauses` index `alternatives` (the analyzed terms of each query
+    /// clause) and pick the terms that job's snippet looks for.
+    #[pyo3(signature = (jobs, alternatives, width = 200))]
+    fn snippets(
+        &self,
+        py: Python<'_>,
+        jobs: Vec<(String, Option<String>, Vec<usize>)>,
+        alternatives: Vec<Vec<String>>,
+        width: usize,
+    ) -> PyResult<Vec<String>> {
+        py.detach(|| {
+            let mut terms: Vec<&str> = Vec::new();
+            jobs.iter()
+                .map(|(text, fallback, clauses)| {
+                    terms.clear();
+                    for &c in clauses {
+                        let alts = alternatives.get(c).ok_or_else(|| {
+                            Error::InvalidArgument(format!(
+                                "clause {c} out of range ({} clauses)",
+                                alternatives.len()
+                            ))
+                        })?;
+                        terms.extend(alts.iter().map(String::as_str));
+                    }
+                    terms.sort_unstable();
+                    terms.dedup();
+                    Ok(self
+                        .inner
+                        .snippet(text, &terms, width, fallback.as_deref())
+                        .text)
+                })
+                .collect::<Result<Vec<String>, Error>>()
+                .map_err(PyErr::from)
+        })
     }
 
     fn __repr__(&self) -> String {
