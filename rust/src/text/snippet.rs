@@ -202,6 +202,17 @@ impl Analyzer {
                 }
                 prev = k;
                 i += 1;
+                // No part starts at a lowercase letter after a letter (`PART_START`): pass
+                // over the rest of a word's lowercase letters in a tight loop.
+                if k == LOWER || k == UPPER {
+                    let from = i;
+                    while i < chunk.len() && CLASS[chunk[i] as usize] == LOWER {
+                        i += 1;
+                    }
+                    if i > from {
+                        prev = LOWER;
+                    }
+                }
             }
             if !may {
                 continue;
