@@ -73,7 +73,31 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         "Details, parameters and checksums: `benches/results/*.json`, `docs/benchmarks.md`.",
         "",
     ]
+    hosts = _hosts(results)
+    if len(hosts) > 1:
+        # Same-run ratios stay comparable across hosts; absolute numbers do not.
+        parts = [
+            f"{platform}: {', '.join(f'`{SOURCES[n]}`' for n in names)}"
+            for platform, names in hosts.items()
+        ]
+        lines[-1:-1] = [
+            "",
+            f"The results come from {len(hosts)} hosts of this machine class, whose CPUs "
+            "differ: compare a row's ratio (kbdb against its peers in the same run), not "
+            "absolute numbers across rows. " + "; ".join(parts) + ".",
+        ]
     return "\n".join(lines)
+
+
+def _hosts(results: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """The result names per host platform string, in ``ORDER``."""
+    hosts: dict[str, list[str]] = {}
+    for name in ORDER:
+        data = results.get(name)
+        if data is not None:
+            platform = data.get("machine", {}).get("platform", "unknown host")
+            hosts.setdefault(platform, []).append(name)
+    return hosts
 
 
 def update(text: str, block: str) -> str | None:
