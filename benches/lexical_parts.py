@@ -61,16 +61,8 @@ def main() -> int:
         kb = kbdb.kb
         kb.search("warm up")
         searcher = kb._lexical()
-        cfg = kb.config.search
         want = max(lexical.CANDIDATES, lexical.SIBLING_WINDOW * PAGE)
-        params: dict[str, Any] = {
-            "limit": want,
-            "allow": None,
-            "k1": cfg.k1,
-            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
-            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
-            "explain": False,
-        }
+        params = {"limit": want, "allow": None, "explain": False, **searcher.bm25f_params()}
         index = searcher.index
         conn = kb._db.conn()
         parsed = [searcher.parse(q) for q in queries]

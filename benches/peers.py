@@ -246,12 +246,7 @@ class KbdbEngine:
         self._index = kb.kb._index.core
         self._analyzer = kb.kb._index.analyzer
         self._synonyms = kb.kb._get_synonyms()
-        cfg = kb.kb.config.search
-        self._params = {
-            "k1": cfg.k1,
-            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
-            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
-        }
+        self._params = kb.kb._lexical().bm25f_params()
         self.strict_then_relaxed = strict_then_relaxed
         if strict_then_relaxed:
             self.name = "kbdb engine (strict→relaxed)"

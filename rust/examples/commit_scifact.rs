@@ -15,14 +15,8 @@ use kbdb_core::lexical::Index;
 mod scifact;
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(3);
-    let Some(data) = scifact::load() else {
-        eprintln!("SciFact not found in {}", scifact::dir().display());
-        std::process::exit(2);
-    };
+    let rounds = scifact::rounds_arg(3);
+    let data = scifact::load_or_exit();
     for r in 0..rounds {
         let dir = tempfile::tempdir().expect("temp dir");
         let t0 = Instant::now();

@@ -8,22 +8,15 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use kbdb_core::lexical::{Index, Query};
+use kbdb_core::lexical::Query;
 
 #[path = "../tests/common/scifact.rs"]
 mod scifact;
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(5);
-    let Some(data) = scifact::load() else {
-        eprintln!("SciFact not found in {}", scifact::dir().display());
-        std::process::exit(2);
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let index = Index::open(dir.path(), true).expect("open");
+    let rounds = scifact::rounds_arg(5);
+    let data = scifact::load_or_exit();
+    let (_dir, index) = scifact::empty_index();
     // KBDB_BATCH: commit in batches of this many sections (one segment each, as `learn`
     // commits 2,048 at a time), instead of one segment.
     let batch: usize = std::env::var("KBDB_BATCH")

@@ -10,23 +10,16 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use kbdb_core::lexical::{Index, Query};
+use kbdb_core::lexical::Query;
 use kbdb_core::text::Analyzer;
 
 #[path = "../tests/common/scifact.rs"]
 mod scifact;
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(5);
-    let Some(data) = scifact::load() else {
-        eprintln!("SciFact not found in {}", scifact::dir().display());
-        std::process::exit(2);
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let index = Index::open(dir.path(), true).expect("open");
+    let rounds = scifact::rounds_arg(5);
+    let data = scifact::load_or_exit();
+    let (_dir, index) = scifact::empty_index();
     index.commit(&data.docs, &[], 1).expect("commit");
     // (body, terms) per hit, ranked once.
     let mut jobs: Vec<(&str, Vec<&str>)> = Vec::new();

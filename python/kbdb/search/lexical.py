@@ -109,6 +109,15 @@ class LexicalSearcher:
         self.synonyms = synonyms
         self.cfg = cfg
 
+    def bm25f_params(self) -> dict[str, Any]:
+        """``Index.search``'s BM25F keyword arguments, from the ``[search]`` settings."""
+        cfg = self.cfg
+        return {
+            "k1": cfg.k1,
+            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
+            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
+        }
+
     def parse(self, query: str) -> ParsedQuery:
         return parse_query(query, self.analyzer, self.synonyms)
 
@@ -175,15 +184,7 @@ class LexicalSearcher:
         """The top ``want`` hits, strict first, then relaxed fill up to ``page_end``."""
         if parsed.empty or (allow is not None and not allow):
             return Ranking([], 0, False)
-        cfg = self.cfg
-        params: dict[str, Any] = {
-            "limit": want,
-            "allow": allow,
-            "k1": cfg.k1,
-            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
-            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
-            "explain": explain,
-        }
+        params = {"limit": want, "allow": allow, "explain": explain, **self.bm25f_params()}
         strict = self.index.search(
             parsed.clauses, phrases=parsed.phrases, require_all=True, **params
         )

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use kbdb_core::lexical::{Clause, Doc, Kbid};
+use kbdb_core::lexical::{Clause, Doc, Index, Kbid};
 use kbdb_core::text::Analyzer;
 
 pub struct SciFact {
@@ -35,6 +35,29 @@ fn field(v: &serde_json::Value, key: &str) -> String {
         .and_then(|s| s.as_str())
         .unwrap_or_default()
         .to_string()
+}
+
+/// The examples' first argument, a round count, or `default`.
+pub fn rounds_arg(default: usize) -> usize {
+    std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// [`load`], or an exit with status 2 and a message when the dataset is missing.
+pub fn load_or_exit() -> SciFact {
+    load().unwrap_or_else(|| {
+        eprintln!("SciFact not found in {}", dir().display());
+        std::process::exit(2)
+    })
+}
+
+/// A new, empty index in a temporary directory (dropped with the directory).
+pub fn empty_index() -> (tempfile::TempDir, Index) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let index = Index::open(dir.path(), true).expect("open");
+    (dir, index)
 }
 
 pub fn load() -> Option<SciFact> {
