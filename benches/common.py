@@ -76,7 +76,8 @@ def version(dist: str) -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """What a result depends on besides the code: CPU, cores, versions, threads."""
+    """What a result depends on besides the code: CPU, cores, versions, threads, and the
+    load average when the result is written (other work on the machine moves timings)."""
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -89,6 +90,7 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": {p: version(p) for p in PACKAGES},
         "threads": {v: os.environ.get(v) for v in THREAD_VARS},
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 

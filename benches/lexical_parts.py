@@ -108,7 +108,7 @@ def main() -> int:
             ),
             (
                 f"the page's {PAGE} snippets, one call",
-                lambda: [snippets(j, a, SNIPPET_CHARS) for j, a in jobs],
+                lambda: [snippets(j, a, width=SNIPPET_CHARS) for j, a in jobs],
             ),
         ]
         rows_out: list[list[Any]] = []

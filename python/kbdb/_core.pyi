@@ -69,6 +69,7 @@ class Analyzer:
         self,
         jobs: Sequence[tuple[str, str | None, Sequence[int]]],
         alternatives: Sequence[Sequence[str]],
+        *,
         width: int = 200,
     ) -> list[str]:
         """The snippet texts of many ``(text, fallback, clauses)`` jobs in one call: a job's

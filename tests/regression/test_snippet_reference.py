@@ -155,7 +155,7 @@ def test_batched_snippets_equal_one_at_a_time(
     """``Analyzer.snippets`` (a page of results in one call) gives each job the snippet of
     the terms of the clauses it lists."""
     alternatives = [sorted(_terms(words)) for words in clause_words]
-    got = ANALYZER.snippets(jobs, alternatives, width)
+    got = ANALYZER.snippets(jobs, alternatives, width=width)
     want = [
         reference_snippet(
             text, {t for c in clauses for t in alternatives[c]}, width, fallback=fallback

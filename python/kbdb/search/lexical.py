@@ -253,28 +253,26 @@ class LexicalSearcher:
         clauses = parsed.clauses
         required_flags = [req for _, req in clauses]
         required = sum(required_flags) or len(clauses)
-        # Each live hit with its row and matched clauses; the snippets of the page are
-        # made in one call (an image's snippet is empty).
-        live: list[tuple[Hit, _Row, list[int]]] = []
+        # The hits still shown, each with its row, matched clauses and the index of its
+        # snippet job (None for an image: its snippet is empty). The page's snippets are
+        # made in one call.
+        shown: list[tuple[Hit, _Row, list[int], int | None]] = []
         jobs: list[tuple[str, str, list[int]]] = []
         for h in page:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
                 continue
             matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
-            live.append((h, row, matched_clauses))
+            job = None
             if not row.type.startswith("image/"):
                 _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
+                job = len(jobs)
                 jobs.append((body, row.content, matched_clauses))
-        texts = iter(
-            self.analyzer.snippets(
-                jobs, [[alt for alt, _ in alts] for alts, _ in clauses], SNIPPET_CHARS
-            )
-            if jobs
-            else ()
-        )
+            shown.append((h, row, matched_clauses, job))
+        alternatives = [[alt for alt, _ in alts] for alts, _ in clauses]
+        texts = self.analyzer.snippets(jobs, alternatives, width=SNIPPET_CHARS) if jobs else []
         items: list[SearchItem] = []
-        for h, row, matched_clauses in live:
+        for h, row, matched_clauses, job in shown:
             fields = 0
             for mask in h.matched:
                 fields |= mask
@@ -294,7 +292,7 @@ class LexicalSearcher:
                     section_type=row.section_type,
                     docids=_docids(links.get(h.kbid, ())),
                     tags=row.tags,
-                    snippet="" if row.type.startswith("image/") else next(texts),
+                    snippet="" if job is None else texts[job],
                     matched_terms=tuple([parsed.surfaces[i] for i in matched_clauses]),
                     matched_fields=_FIELD_SETS[fields],
                     score=round(h.score, 6),
@@ -379,7 +377,9 @@ def _docids(links: Sequence[tuple[str, bool]]) -> tuple[str, ...]:
 
 def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:
     ex = h.explain
-    if ex is None:  # positional: a search makes dozens of these
+    # Positional (a search makes dozens of these): kbid, score, matched, relaxed, explain,
+    # boost, bound, lexical_score.
+    if ex is None:
         return [
             Hit(k, s, m, relaxed, None, 1.0, bound, s)
             for k, s, m in zip(h.kbids, h.scores, h.matched, strict=True)

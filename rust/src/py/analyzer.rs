@@ -113,7 +113,7 @@ impl PyAnalyzer {
     /// The snippet texts of a page of results in one call: each job is `(text, fallback,
     /// clauses)`, where `clauses` index `alternatives` (the analyzed terms of each query
     /// clause) and pick the terms that job's snippet looks for.
-    #[pyo3(signature = (jobs, alternatives, width = 200))]
+    #[pyo3(signature = (jobs, alternatives, *, width = 200))]
     fn snippets(
         &self,
         py: Python<'_>,
@@ -121,7 +121,7 @@ impl PyAnalyzer {
         alternatives: Vec<Vec<String>>,
         width: usize,
     ) -> PyResult<Vec<String>> {
-        py.detach(|| {
+        let texts = py.detach(|| {
             let mut terms: Vec<&str> = Vec::new();
             jobs.iter()
                 .map(|(text, fallback, clauses)| {
@@ -143,8 +143,8 @@ impl PyAnalyzer {
                         .text)
                 })
                 .collect::<Result<Vec<String>, Error>>()
-                .map_err(PyErr::from)
-        })
+        })?;
+        Ok(texts)
     }
 
     fn __repr__(&self) -> String {
