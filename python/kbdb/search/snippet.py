@@ -1,7 +1,7 @@
 """Snippets: a window of about 200 characters around the densest cluster of matched terms,
 cut at word boundaries, with ``…`` where cut (SPEC §4.3).
 
-The window is chosen in the Rust core (``Analyzer.snippet``, ``rust/src/text/snippet.rs``)
+The window is chosen in the Rust core (``Analyzer.snippet``, ``rust/src/text/snippet/mod.rs``)
 from one analysis of the section: hydrating a page of results used to spend most of its
 time turning every token of every section into Python tuples. The rules:
 

@@ -1,0 +1,251 @@
+//! Tests of the snippet window and of the scans that skip words (`super`).
+
+use super::*;
+
+fn snip(text: &str, terms: &[&str], width: usize, fallback: Option<&str>) -> Snippet {
+    Analyzer::new().snippet(text, terms, width, fallback)
+}
+
+#[test]
+fn short_text_is_squashed_whole() {
+    let s = snip("  Hello   big\n\tworld  ", &["world"], 200, None);
+    assert_eq!(s.text, "Hello big world");
+    assert_eq!(s.highlights, vec![(10, 15)]);
+}
+
+#[test]
+fn window_moves_to_the_densest_cluster() {
+    let filler = "lorem ipsum dolor sit amet ".repeat(20);
+    let text = format!("{filler}the ownership rules of borrowing and ownership {filler}");
+    let s = snip(&text, &["ownership", "borrow"], 80, None);
+    assert!(
+        s.text.starts_with('…') && s.text.ends_with('…'),
+        "{}",
+        s.text
+    );
+    assert!(s.text.contains("ownership rules of borrowing"));
+    let chars: Vec<char> = s.text.chars().collect();
+    let words: Vec<String> = s
+        .highlights
+        .iter()
+        .map(|&(a, b)| chars[a..b].iter().collect())
+        .collect();
+    assert_eq!(words, vec!["ownership", "borrowing", "ownership"]);
+}
+
+#[test]
+fn fallback_when_no_term_in_text() {
+    let s = snip("nothing here", &["hashmap"], 200, Some("use a HashMap"));
+    assert_eq!(s.text, "use a HashMap");
+    assert_eq!(s.highlights, vec![(6, 13)]);
+    let s = snip("nothing here", &["hashmap"], 200, None);
+    assert_eq!(s.text, "nothing here");
+    assert!(s.highlights.is_empty());
+}
+
+#[test]
+fn non_ascii_offsets_are_chars() {
+    let a = Analyzer::new();
+    let mut term = String::new();
+    a.analyze("Straße", |t, _, _, _| term = t.to_string());
+    let s = a.snippet("Der Café an der Straße", &[term.as_str()], 200, None);
+    let chars: Vec<char> = s.text.chars().collect();
+    assert_eq!(s.highlights.len(), 1);
+    let (a, b) = s.highlights[0];
+    assert_eq!(chars[a..b].iter().collect::<String>(), "Straße");
+}
+
+#[test]
+fn skipping_finds_the_same_hits_as_full_analysis() {
+    let a = Analyzer::new();
+    let text = "Dying cells, lying skies: the Ownership of HashMap<K, V> in hash_map \
+                files, TtcA and naïve cafés; yes, Yelling 2000 times at 東京の天気. \
+                Generational organizations communicate universally, it's Bob's job.";
+    let mut all: Vec<String> = Vec::new();
+    a.analyze(text, |t, _, _, _| all.push(t.to_string()));
+    all.sort();
+    all.dedup();
+    for term in &all {
+        let mut want = Vec::new();
+        a.analyze(text, |t, _, s, e| {
+            if t == term.as_str() {
+                want.push((s, e));
+            }
+        });
+        let got: Vec<(usize, usize)> = a
+            .hits(text, &[term.as_str()])
+            .iter()
+            .map(|h| (h.start, h.end))
+            .collect();
+        let want: Vec<(usize, usize)> = want
+            .into_iter()
+            .map(|(s, e)| (text[..s].chars().count(), text[..e].chars().count()))
+            .collect();
+        assert_eq!(got, want, "term {term}");
+    }
+}
+
+/// Simple words of the shared corpora (SciFact and the Markdown trees), or a fixed
+/// list of Snowball's awkward cases when they are not beside the checkout.
+fn vocabulary() -> Vec<String> {
+    let mut words: Vec<String> = "dying lying tying skies skis idly gently ugly early \
+        only singly sky news howe atlas cosmos bias andes aing oed eing ued uing ied ies \
+        cries ayed eyes oing using hoping generously generational communication arsenal \
+        sensibility conditional happy cry by sky yelling Yes Dying Lying a I o y ye"
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let roots = [here.join("../../shared"), "/work/shared".into()];
+    let Some(root) = roots.iter().find(|r| r.is_dir()) else {
+        return words;
+    };
+    let mut files = vec![root.join("datasets/scifact/corpus.jsonl")];
+    let mut dirs = vec![root.join("corpora")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for w in text.split(|c: char| !c.is_ascii_alphabetic()) {
+            if crate::text::identifier::is_simple(w) && seen.insert(w.to_string()) {
+                words.push(w.to_string());
+            }
+        }
+    }
+    assert!(
+        words.len() > 20_000,
+        "{} words under {}",
+        words.len(),
+        root.display()
+    );
+    words
+}
+
+#[test]
+fn prefix_filter_keeps_every_hit() {
+    let a = Analyzer::new();
+    for w in vocabulary() {
+        let mut terms = Vec::new();
+        a.analyze(&w, |t, _, _, _| terms.push(t.to_string()));
+        for t in &terms {
+            let f = PrefixFilter::new(&[t.as_str()]);
+            assert!(!f.skips(&w), "{w:?} -> {t:?} would be skipped");
+        }
+    }
+}
+
+#[test]
+fn prefix_filter_skips_other_words() {
+    let f = PrefixFilter::new(&["cell", "protein", "die"]);
+    for w in ["cells", "Cellular", "proteins", "dying", "die"] {
+        assert!(!f.skips(w), "{w}");
+    }
+    for w in ["cat", "cel", "pr", "apple", "dead", "lying", "Protest"] {
+        assert_eq!(f.skips(w), w != "Protest", "{w}");
+    }
+}
+
+/// Full analysis's hits of each term of `text` alone, and of all of them at once.
+fn check_runs(a: &Analyzer, text: &str) {
+    let mut all: Vec<String> = Vec::new();
+    a.analyze(text, |t, _, _, _| all.push(t.to_string()));
+    all.sort();
+    all.dedup();
+    let reference = |terms: &[&str]| {
+        let mut want = Vec::new();
+        pipeline::run(&a.stemmer, text, |t| {
+            if let Some(term) = terms.iter().position(|&x| x == t.text) {
+                let char_at = |b: usize| text[..b].chars().count();
+                want.push((char_at(t.start), char_at(t.end), term));
+            }
+        });
+        want
+    };
+    let got = |terms: &[&str]| -> Vec<(usize, usize, usize)> {
+        a.hits(text, terms)
+            .iter()
+            .map(|h| (h.start, h.end, h.term))
+            .collect()
+    };
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    assert_eq!(got(&refs), reference(&refs), "{text:?}");
+    for t in &refs {
+        assert_eq!(got(&[t]), reference(&[t]), "{text:?} term {t:?}");
+    }
+}
+
+#[test]
+fn ascii_runs_find_the_same_hits() {
+    let a = Analyzer::new();
+    check_runs(
+        &a,
+        "Dying cells, lying skies: the Ownership of HashMap<K, V> in hash_map files, \
+         TtcA x_ray X-Ray v3.14beta 1,000 e.g. std::io can't Bob's IL-6 mRNA CD4+ T-cells \
+         __init__ a..b getHTTPResponse2Code aing oed tying ties 'quoted' end.",
+    );
+    for w in vocabulary().chunks(400) {
+        check_runs(&a, &w.join(" "));
+    }
+    // Real ASCII lines of the Markdown corpora: code, identifiers, numbers, links.
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let roots = [
+        here.join("../../shared/corpora"),
+        "/work/shared/corpora".into(),
+    ];
+    let Some(root) = roots.iter().find(|r| r.is_dir()) else {
+        return;
+    };
+    let (mut dirs, mut lines) = (vec![root.clone()], 0);
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            for chunk in text.lines().step_by(7).take(20) {
+                check_runs(&a, chunk);
+                lines += 1;
+            }
+        }
+    }
+    assert!(
+        lines > 1000,
+        "only {lines} corpus lines under {}",
+        root.display()
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn ascii_runs_match_full_analysis(
+        text in "([A-Za-z]{1,8}|[A-Z][a-z]?|[0-9]{1,4}|dying|Lying|aing|x_ray|HTTPServer|PServer|iPSC|pH|B12|PrP|v2\\.0|1\\.|I'm|D's|X'S|[ _.:,;'()+/-]){0,30}"
+    ) {
+        check_runs(&Analyzer::new(), &text);
+    }
+
+    #[test]
+    fn mixed_text_matches_full_analysis(
+        text in "([A-Za-z]{1,8}|[0-9]{1,3}|Straße|naïve|café|数据库|東京の天気|ｶﾞ|한국어|\u{301}|\u{200D}|[ \t\n_.:,;'()+/-]|\u{a0}|\u{3000}|é|β){0,30}"
+    ) {
+        check_runs(&Analyzer::new(), &text);
+    }
+}
+
+#[test]
+fn python_whitespace() {
+    assert!(is_py_space('\u{1f}') && is_py_space('\u{a0}') && is_py_space('\u{3000}'));
+    assert!(!is_py_space('\u{200b}') && !is_py_space('x'));
+}
