@@ -85,7 +85,8 @@ unsafe fn rows(
     let mut outs = out.chunks_exact_mut(4);
     let mut quads = rows.chunks_exact(4);
     for (o, r) in (&mut outs).zip(&mut quads) {
-        // SAFETY: the rows lie inside `codes` (caller); every load is at `j + 64 <= stride`.
+        // SAFETY: the rows lie inside `codes` (caller); every load is at `j + 64 <= stride`;
+        // the store writes the four i32 of `o`, a chunk of exactly four.
         unsafe {
             let p = [
                 base.add(r[0] as usize * stride),
