@@ -72,8 +72,15 @@ def insert_many(conn: sqlite3.Connection, rows: Sequence[tuple[str, bytes]]) -> 
         "INSERT INTO neardup_sections(id, kbid, bands) VALUES (?, ?, ?)",
         [(sid, kbid, blob) for sid, (kbid, blob) in zip(ids, rows, strict=True)],
     )
-    bands = sorted((k, sid) for sid, (_, blob) in zip(ids, rows, strict=True) for k in _keys(blob))
-    conn.executemany("INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)", bands)
+    import numpy as np  # as the near-duplicate check that follows every insert
+
+    keys = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<i8")
+    owners = np.repeat(np.asarray(ids, dtype=np.int64), [len(blob) // 8 for _, blob in rows])
+    order = np.lexsort((owners, keys))  # by key, then id: a sort of tuples took longer
+    conn.executemany(
+        "INSERT OR IGNORE INTO neardup_bands(key, id) VALUES (?, ?)",
+        zip(keys[order].tolist(), owners[order].tolist(), strict=True),
+    )
 
 
 def forget(conn: sqlite3.Connection, kbids: Sequence[str]) -> int:
@@ -104,22 +111,26 @@ def live_candidates(conn: sqlite3.Connection, kbid: str, *, per_band: int, limit
 
 
 _BUCKETS_SQL = (
-    "SELECT j.value, (SELECT group_concat(id) FROM (SELECT id FROM neardup_bands"
-    " WHERE key = j.value ORDER BY id LIMIT ?)) FROM json_each(?) j"
+    "SELECT key, ids FROM (SELECT j.value AS key, (SELECT group_concat(id) FROM"
+    " (SELECT id FROM neardup_bands WHERE key = j.value ORDER BY id LIMIT ?)) AS ids"
+    " FROM json_each(?) j) WHERE instr(ids, ',') > 0"
 )
-"""The first members (by id) of each bucket whose key is in a JSON array: one statement
-for thousands of buckets, each read through the primary key with its own ``LIMIT``."""
+"""The first members (by id) of each bucket whose key is in a JSON array and that has more
+than one member: one statement for thousands of buckets, each read through the primary key
+with its own ``LIMIT``. Most buckets hold only the section whose key it is, and are left out
+in SQL rather than parsed and dropped in Python."""
 _KEYS_PER_STATEMENT = 8_192
 
 
-def _bucket_heads(conn: sqlite3.Connection, keys: Sequence[int], n: int) -> dict[int, list[int]]:
-    """The ``n`` smallest member ids of each bucket in ``keys`` (sorted keys read in key
-    order, the table's own)."""
+def _shared_buckets(conn: sqlite3.Connection, keys: Sequence[int], n: int) -> dict[int, list[int]]:
+    """The ``n`` smallest member ids of each bucket in ``keys`` with two members or more
+    (sorted keys read in key order, the table's own). Each key comes from a stored
+    section's bands, so a bucket with one member holds only that section."""
     out: dict[int, list[int]] = {}
     for i in range(0, len(keys), _KEYS_PER_STATEMENT):
         part = json.dumps(list(keys[i : i + _KEYS_PER_STATEMENT]))
         for key, ids in conn.execute(_BUCKETS_SQL, (n, part)):
-            out[key] = sorted(int(x) for x in ids.split(",")) if ids else []
+            out[key] = sorted(map(int, ids.split(",")))
     return out
 
 
@@ -140,12 +151,15 @@ def live_candidates_many(
             f"SELECT kbid, id, bands FROM neardup_sections WHERE kbid IN ({marks})", part
         ).fetchall()
     keys = [(kbid, sid, _keys(blob)) for kbid, sid, blob in signed]
-    heads = _bucket_heads(conn, sorted({k for _, _, ks in keys for k in ks}), per_band + 1)
+    heads = _shared_buckets(conn, sorted({k for _, _, ks in keys for k in ks}), per_band + 1)
     ranked: dict[str, list[int]] = {}
     for kbid, sid, ks in keys:
         shared: dict[int, int] = {}
         for key in ks:
-            for other in [i for i in heads.get(key, ()) if i != sid][:per_band]:
+            members = heads.get(key)
+            if members is None:
+                continue
+            for other in [i for i in members if i != sid][:per_band]:
                 shared[other] = shared.get(other, 0) + 1
         if shared:
             ranked[kbid] = sorted(shared, key=lambda i: (-shared[i], i))[:limit]
