@@ -279,6 +279,46 @@ def test_learn_many_batches(kb: kbdb.KnowledgeBase) -> None:
         kb.learn_many([kbdb.LearnItem("x", tags="notalist")])
 
 
+@pytest.mark.parametrize(
+    ("cap", "value", "batches"),
+    [
+        (None, None, [12]),  # 12 small files: one batch under the default caps
+        ("BATCH_FILES", 5, [5, 5, 2]),
+        ("BATCH_SECTIONS", 4, [2] * 6),  # two sections per file
+        ("BATCH_CHARS", 100, [1] * 12),  # each file holds over 100 characters of content
+    ],
+)
+def test_learn_path_batches_by_files_sections_and_characters(
+    kb: kbdb.KnowledgeBase,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cap: str | None,
+    value: int | None,
+    batches: list[int],
+) -> None:
+    """A tree is stored in batches (one transaction and one index commit each), cut at
+    whichever cap comes first; every file is learned whatever the cut."""
+    import kbdb.learn
+
+    if cap is not None:
+        monkeypatch.setattr(kbdb.learn, cap, value)
+    seen: list[int] = []
+    store = kbdb.learn.Learner.learn_pending
+
+    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
+        seen.append(len(pending))
+        return store(self, pending)
+
+    monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
+    for i in range(12):
+        body = f"otter {i} " * 12
+        write(tmp_path / "tree", f"n{i:02}.md", f"# A {i}\n\n{body}\n\n## B {i}\n\n{body}\n")
+    report = kb.learn_path(tmp_path / "tree")
+    assert [n for n in seen if n] == batches
+    assert report.documents_added == 12 and report.sections_added == 24
+    assert kb.search("otter", limit=100).total == 24
+
+
 def test_snippet_comes_from_code_when_only_code_matches(kb: kbdb.KnowledgeBase) -> None:
     body = "Intro words. " * 30
     kb.learn(f"# Tool\n\n{body}\n\n```sh\nrun --frobnicate now\n```\n", docid="tool")
