@@ -1,13 +1,14 @@
-//! Dynamic pruning against the exhaustive reference: on random corpora (one or many
+//! The fast evaluators against the exhaustive reference: on random corpora (one or many
 //! segments, deletes, `allow` filters) and random queries (synonym alternatives, weights
 //! including 0, optional clauses, random BM25F parameters, limits from 0 up), `search`
-//! returns exactly what `search_exhaustive` does: kbids in order, score bits, `total`,
-//! matched masks and clause bounds.
+//! and each evaluator it chooses from (MaxScore, term at a time) return exactly what
+//! `search_exhaustive` does: kbids in order, score bits, `total`, matched masks and clause
+//! bounds.
 
 mod common;
 
 use common::{kbid, random_docs, Rng, WORDS};
-use kbdb_core::lexical::{Bm25fParams, Clause, Doc, Hits, Index, Kbid, Query};
+use kbdb_core::lexical::{Bm25fParams, Clause, Doc, Evaluation, Hits, Index, Kbid, Query};
 use proptest::prelude::*;
 
 const WEIGHTS: [f32; 5] = [1.0, 1.0, 0.6, 0.25, 0.0];
@@ -63,6 +64,17 @@ fn assert_same(pruned: &Hits, exhaustive: &Hits, q: &Query) {
     assert_eq!(pruned.clause_bounds, exhaustive.clause_bounds, "{q:?}");
 }
 
+/// `search` and each of its evaluators return what the exhaustive evaluation returns.
+fn assert_all_exact(index: &Index, q: &Query) -> Hits {
+    let exhaustive = index.search_exhaustive(q).unwrap();
+    for eval in [Evaluation::MaxScore, Evaluation::Dense] {
+        assert_same(&index.search_with(q, eval).unwrap(), &exhaustive, q);
+    }
+    let hits = index.search(q).unwrap();
+    assert_same(&hits, &exhaustive, q);
+    hits
+}
+
 /// An index of `docs` in two segments: the first 500, then the rest.
 fn two_segments(dir: &std::path::Path, docs: &[Doc]) -> Index {
     let index = Index::open(dir, true).unwrap();
@@ -90,7 +102,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
 
     #[test]
-    fn pruned_equals_exhaustive(
+    fn every_evaluator_equals_exhaustive(
         seed in 1u64..u64::MAX,
         n_docs in 1usize..700,
         segments in 1usize..4,
@@ -104,7 +116,7 @@ proptest! {
         let kbids: Vec<Kbid> = docs.iter().map(|d| d.kbid).collect();
         for _ in 0..25 {
             let q = random_query(&mut rng, &kbids);
-            assert_same(&index.search(&q).unwrap(), &index.search_exhaustive(&q).unwrap(), &q);
+            assert_all_exact(&index, &q);
         }
     }
 }
@@ -142,8 +154,7 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
             limit,
             ..Query::default()
         };
-        let hits = index.search(&q).unwrap();
-        assert_same(&hits, &index.search_exhaustive(&q).unwrap(), &q);
+        let hits = assert_all_exact(&index, &q);
         assert_eq!(hits.total, 1_000);
     }
 }
@@ -191,8 +202,7 @@ fn more_than_64_clauses_match_the_exhaustive_ranking() {
             limit,
             ..Query::default()
         };
-        let pruned = index.search(&q).unwrap();
+        let pruned = assert_all_exact(&index, &q);
         assert_eq!(pruned.kbids.len(), limit);
-        assert_same(&pruned, &index.search_exhaustive(&q).unwrap(), &q);
     }
 }

@@ -35,8 +35,8 @@
 
 use std::cell::RefCell;
 
-use super::postings::{PostingsCursor, BLOCK_LEN};
-use super::query::{field_mask, SegmentSearch, Step};
+use super::postings::PostingsCursor;
+use super::query::{field_mask, BlockScorer, SegmentSearch, Step};
 use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Floats in the per-window row table at most.
@@ -209,12 +209,6 @@ impl Row<'_> {
     }
 }
 
-/// One block's per-posting length factors and scores.
-struct Scratch {
-    factors: [[Score; FIELD_COUNT]; BLOCK_LEN],
-    scores: [Score; BLOCK_LEN],
-}
-
 /// The non-essential side of a candidate's evaluation.
 struct Seekers<'s> {
     /// Per sorted clause: its value and field mask in the current candidate, once
@@ -381,10 +375,7 @@ impl<'s> SegmentSearch<'_, 's> {
         let sw = me.div_ceil(64);
         let words = ((hi - lo) as usize).div_ceil(64);
         rows.touched[..words].fill(0);
-        let mut scratch = Scratch {
-            factors: [[0.0; FIELD_COUNT]; BLOCK_LEN],
-            scores: [0.0; BLOCK_LEN],
-        };
+        let mut scorer = BlockScorer::new();
         for &(t, a, b) in &plan.terms {
             let Some(cur) = self.cursors[t].as_mut() else {
                 continue;
@@ -396,16 +387,7 @@ impl<'s> SegmentSearch<'_, 's> {
                 let n = block.docs.partition_point(|&d| d < hi);
                 let docs = &block.docs[..n];
                 let tfs: [&[u32]; FIELD_COUNT] = std::array::from_fn(|f| block.field_tfs(f, n));
-                let (factors, scores) = (&mut scratch.factors[..n], &mut scratch.scores[..n]);
-                for (slot, &d) in factors.iter_mut().zip(docs) {
-                    *slot = self
-                        .seg
-                        .factors
-                        .get(d as usize)
-                        .copied()
-                        .unwrap_or_default();
-                }
-                p.norms.score_block(idf, tfs, factors, scores);
+                let scores = scorer.score(p, self.seg, idf, docs, tfs);
                 if let ([(k, w)], 1) = (targets, sw) {
                     // The usual case, one column per term and at most 64 essential
                     // clauses (one set word per row): the loop below without its slices.

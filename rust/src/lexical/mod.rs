@@ -26,6 +26,7 @@
 mod bm25f;
 mod cache;
 mod codec;
+mod dense;
 mod index;
 mod manifest;
 mod maxscore;
@@ -44,7 +45,7 @@ mod writer;
 pub use bm25f::Bm25fParams;
 pub use index::{Index, LoadedSegment, Snapshot};
 pub use manifest::{Manifest, SegmentMeta};
-pub use query::{Clause, Query};
+pub use query::{Clause, Evaluation, Query};
 pub use search::{Contribution, Hits};
 pub use segment::{SegmentReader, SegmentSerializer};
 pub use tombstone::Tombstones;

@@ -7,8 +7,10 @@
 //! - strict (`require_all` and at least one required clause or phrase): every required
 //!   clause (any alternative) and every phrase term must occur (`strict`);
 //! - relaxed (otherwise): a doc matches when any clause does (a union). Phrases do not
-//!   filter in relaxed mode. `maxscore` evaluates it with dynamic pruning; the exhaustive
-//!   evaluation here scores every match and is the reference the tests hold it to.
+//!   filter in relaxed mode. `dense` evaluates it term at a time on small segments and
+//!   `maxscore` with dynamic pruning on large ones ([`Evaluation`]); the exhaustive
+//!   evaluation here scores every match doc at a time and is the reference the tests hold
+//!   both to.
 //!
 //! Tombstoned docs and docs outside the `allow` set never match. A match's score is the sum,
 //! in clause order, of each clause's best alternative (BM25F score × weight), so every
@@ -16,7 +18,7 @@
 //! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
 use super::bm25f::{Bm25fParams, FieldNorms};
-use super::postings::{Malformed, PostingsCursor, TERMINATED};
+use super::postings::{Malformed, PostingsCursor, BLOCK_LEN, TERMINATED};
 use super::segment::SegmentReader;
 use super::termdict::TermInfo;
 use super::tombstone::Tombstones;
@@ -166,12 +168,54 @@ pub struct SegmentView<'a> {
     pub factors: &'a [[Score; FIELD_COUNT]],
 }
 
-/// How relaxed queries are evaluated.
+/// Scores a decoded block's postings, term at a time (the MaxScore windows and the dense
+/// evaluation): each posting's length factors gathered, then one `score_block` pass.
+pub(super) struct BlockScorer {
+    factors: [[Score; FIELD_COUNT]; BLOCK_LEN],
+    scores: [Score; BLOCK_LEN],
+}
+
+impl BlockScorer {
+    pub fn new() -> Self {
+        BlockScorer {
+            factors: [[0.0; FIELD_COUNT]; BLOCK_LEN],
+            scores: [0.0; BLOCK_LEN],
+        }
+    }
+
+    /// The BM25F score (before the clause weight) of each of `docs`, whose per-field
+    /// frequencies are `tfs`, for a term of this `idf`.
+    #[inline]
+    pub fn score(
+        &mut self,
+        p: &Prepared,
+        seg: &SegmentView<'_>,
+        idf: Score,
+        docs: &[DocOrd],
+        tfs: [&[u32]; FIELD_COUNT],
+    ) -> &[Score] {
+        let n = docs.len();
+        let (factors, scores) = (&mut self.factors[..n], &mut self.scores[..n]);
+        for (slot, &d) in factors.iter_mut().zip(docs) {
+            *slot = seg.factors.get(d as usize).copied().unwrap_or_default();
+        }
+        p.norms.score_block(idf, tfs, factors, scores);
+        scores
+    }
+}
+
+/// How relaxed queries are evaluated. Every evaluator returns the same hits, score bits,
+/// masks and `total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Evaluation {
+    /// Term at a time (`Dense`) on segments of at most 16,384 docs (`dense::DENSE_MAX_DOCS`),
+    /// MaxScore on larger ones.
+    Auto,
     /// MaxScore: skips docs that cannot reach the top `limit`.
-    Pruned,
-    /// Scores every match (the reference).
+    MaxScore,
+    /// Term at a time into one cell per doc (MaxScore past 64 clauses).
+    Dense,
+    /// Scores every match doc at a time (the reference).
     Exhaustive,
 }
 
@@ -184,13 +228,21 @@ pub fn search_segment(
     top: TopK<HitKey>,
     eval: Evaluation,
 ) -> Result<SegmentHits> {
+    let dense = super::dense::fits(p.clauses.len())
+        && match eval {
+            Evaluation::Dense => true,
+            Evaluation::Auto => seg.reader.doc_count() <= super::dense::DENSE_MAX_DOCS,
+            Evaluation::MaxScore | Evaluation::Exhaustive => false,
+        };
     let run = SegmentSearch::new(p, seg, top).and_then(|mut s| {
         if p.strict {
             s.run_strict()?;
-        } else if eval == Evaluation::Pruned {
-            s.run_maxscore()?;
-        } else {
+        } else if eval == Evaluation::Exhaustive {
             s.run_exhaustive()?;
+        } else if dense {
+            s.run_dense()?;
+        } else {
+            s.run_maxscore()?;
         }
         Ok(SegmentHits {
             top: s.top,

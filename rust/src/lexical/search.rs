@@ -43,7 +43,7 @@ pub struct Hits {
 impl Index {
     /// BM25F top-`limit` over the current snapshot.
     pub fn search(&self, q: &Query) -> Result<Hits> {
-        self.run_search(q, Evaluation::Pruned)
+        self.run_search(q, Evaluation::Auto)
     }
 
     /// The reference evaluation: scores every matching doc. Same results as [`search`];
@@ -52,6 +52,14 @@ impl Index {
     /// [`search`]: Index::search
     pub fn search_exhaustive(&self, q: &Query) -> Result<Hits> {
         self.run_search(q, Evaluation::Exhaustive)
+    }
+
+    /// [`search`] with relaxed queries evaluated by `eval` in every segment (strict ones
+    /// have one evaluator); same results whatever `eval` is. For tests and benchmarks.
+    ///
+    /// [`search`]: Index::search
+    pub fn search_with(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
+        self.run_search(q, eval)
     }
 
     fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
