@@ -21,7 +21,7 @@
 use std::cell::RefCell;
 
 use super::postings::TERMINATED;
-use super::query::{BlockScorer, SegmentSearch, Step};
+use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
 use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Segments with at most this many docs are searched term at a time by
@@ -66,10 +66,7 @@ thread_local! {
 
 impl SegmentSearch<'_, '_> {
     pub(super) fn run_dense(&mut self) -> Step<()> {
-        let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-        let run = self.dense(&mut bufs);
-        BUFFERS.with(|b| *b.borrow_mut() = bufs);
-        run
+        with_buffers(&BUFFERS, |bufs| self.dense(bufs))
     }
 
     fn dense(&mut self, bufs: &mut Buffers) -> Step<()> {

@@ -36,7 +36,7 @@
 use std::cell::RefCell;
 
 use super::postings::PostingsCursor;
-use super::query::{field_mask, BlockScorer, SegmentSearch, Step};
+use super::query::{field_mask, with_buffers, BlockScorer, SegmentSearch, Step};
 use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Floats in the per-window row table at most.
@@ -289,10 +289,7 @@ thread_local! {
 
 impl<'s> SegmentSearch<'_, 's> {
     pub(super) fn run_maxscore(&mut self) -> Step<()> {
-        let mut bufs = BUFFERS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-        let run = self.maxscore(&mut bufs);
-        BUFFERS.with(|b| *b.borrow_mut() = bufs);
-        run
+        with_buffers(&BUFFERS, |bufs| self.maxscore(bufs))
     }
 
     fn maxscore(&mut self, bufs: &mut Buffers) -> Step<()> {

@@ -17,6 +17,9 @@
 //! evaluator produces the same bits for the same doc. `total` counts every live match
 //! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
+use std::cell::RefCell;
+use std::thread::LocalKey;
+
 use super::bm25f::{Bm25fParams, FieldNorms};
 use super::postings::{Malformed, PostingsCursor, BLOCK_LEN, TERMINATED};
 use super::segment::SegmentReader;
@@ -202,6 +205,18 @@ impl BlockScorer {
         p.norms.score_block(idf, tfs, factors, scores);
         scores
     }
+}
+
+/// Runs `f` with this thread's reusable buffers in `key`: taken out for the call and put
+/// back after it, so evaluations allocate nothing once the buffers have grown.
+pub(super) fn with_buffers<B: Default + 'static, T>(
+    key: &'static LocalKey<RefCell<B>>,
+    f: impl FnOnce(&mut B) -> T,
+) -> T {
+    let mut bufs = key.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let out = f(&mut bufs);
+    key.with(|b| *b.borrow_mut() = bufs);
+    out
 }
 
 /// How relaxed queries are evaluated. Every evaluator returns the same hits, score bits,
