@@ -38,6 +38,9 @@ DEFAULT_B_CODE = 0.75
 DEFAULT_W_HEADING = 2.0
 DEFAULT_W_BODY = 1.0
 DEFAULT_W_CODE = 1.0
+# The engine refuses larger field weights: scores could overflow to NaN (MAX_FIELD_WEIGHT in
+# rust/src/lexical/bm25f.rs).
+MAX_FIELD_WEIGHT = 1_000_000
 DEFAULT_SIBLING_BOOST = 0.1
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 100
@@ -202,9 +205,9 @@ _ALL_KEYS = (
     ConfigKey("search", "b_heading", DEFAULT_B_HEADING, _UNIT),
     ConfigKey("search", "b_body", DEFAULT_B_BODY, _UNIT),
     ConfigKey("search", "b_code", DEFAULT_B_CODE, _UNIT),
-    ConfigKey("search", "w_heading", DEFAULT_W_HEADING, _range(0)),
-    ConfigKey("search", "w_body", DEFAULT_W_BODY, _range(0)),
-    ConfigKey("search", "w_code", DEFAULT_W_CODE, _range(0)),
+    ConfigKey("search", "w_heading", DEFAULT_W_HEADING, _range(0, MAX_FIELD_WEIGHT)),
+    ConfigKey("search", "w_body", DEFAULT_W_BODY, _range(0, MAX_FIELD_WEIGHT)),
+    ConfigKey("search", "w_code", DEFAULT_W_CODE, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "default_limit", DEFAULT_LIMIT, _range(1, MAX_LIMIT)),
     ConfigKey("search", "fusion", "rrf", _one_of("rrf", "linear")),
     ConfigKey("search", "linear_weight", 0.5, _UNIT),

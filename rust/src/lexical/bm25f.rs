@@ -36,6 +36,12 @@ impl Default for Bm25fParams {
     }
 }
 
+/// The largest field weight accepted: far above any useful weight (the tuned ones are
+/// 0–10). Since `tf_f ≤ len_f`, a field adds at most `w_f · max(avglen_f, tf_f)` to tf̃,
+/// under 10⁶ · 2³² at this cap, so tf̃ and `idf · tf̃` stay far inside f32's range and no
+/// score becomes NaN (∞/∞), which the evaluators would each rank differently.
+pub const MAX_FIELD_WEIGHT: f32 = 1e6;
+
 impl Bm25fParams {
     pub fn validate(&self) -> Result<()> {
         if !(self.k1.is_finite() && self.k1 >= 0.0) {
@@ -52,9 +58,9 @@ impl Bm25fParams {
                 )));
             }
             let w = self.weights[f];
-            if !(w.is_finite() && w >= 0.0) {
+            if !(0.0..=MAX_FIELD_WEIGHT).contains(&w) {
                 return Err(Error::InvalidArgument(format!(
-                    "field weight must be >= 0, got {w}"
+                    "field weight must be from 0 to {MAX_FIELD_WEIGHT}, got {w}"
                 )));
             }
         }
@@ -231,5 +237,31 @@ mod tests {
         assert!((shares.iter().sum::<f32>() - s).abs() < 1e-5);
         assert!(params.validate().is_ok());
         assert!(Bm25fParams { k1: -1.0, ..params }.validate().is_err());
+    }
+
+    /// Field weights are capped so that no score overflows: at the cap, the largest
+    /// possible frequencies in the shortest fields still give a finite score; past it the
+    /// parameters are refused.
+    #[test]
+    fn weights_up_to_the_cap_keep_scores_finite() {
+        let stats = CorpusStats {
+            docs: 2,
+            field_totals: [u64::from(u32::MAX); FIELD_COUNT],
+        };
+        let mut params = Bm25fParams {
+            k1: 0.0,
+            b: [1.0; FIELD_COUNT],
+            weights: [MAX_FIELD_WEIGHT; FIELD_COUNT],
+        };
+        assert!(params.validate().is_ok());
+        let norms = FieldNorms::new(&params, &stats);
+        let worst = [u32::MAX; FIELD_COUNT];
+        let s = norms.score(stats.idf(1), worst, norms.doc_factors(worst));
+        assert!(s.is_finite() && s > 0.0, "{s}");
+        for w in [MAX_FIELD_WEIGHT * 2.0, f32::INFINITY, f32::NAN, -1.0] {
+            params.weights[1] = w;
+            let err = params.validate().unwrap_err().to_string();
+            assert!(err.contains("field weight must be from 0 to"), "{err}");
+        }
     }
 }
