@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.conftest import write
 from tests.embedding.conftest import find_test_model
 
 import kbdb
@@ -158,3 +159,31 @@ def test_rebuild_reuses_the_embedding_cache(hkb: kbdb.KnowledgeBase) -> None:
     after = hkb.search("database rationale", mode="vector", limit=4)
     assert [i.kbid for i in after.items] == [i.kbid for i in before.items]
     assert (hkb.path / "indexes" / "vectors.idx").read_bytes()[:4] == b"KBVX"
+
+
+def test_learn_with_a_provider_cuts_smaller_batches(
+    hkb: kbdb.KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an embedding provider the sections of a tree are embedded batch by batch under
+    the writer lock, so batches are cut at ``BATCH_SECTIONS_EMBEDDED`` sections (here 4: two
+    files of two sections), not at ``BATCH_SECTIONS``; every section is still embedded."""
+    import kbdb.learn
+
+    monkeypatch.setattr(kbdb.learn, "BATCH_SECTIONS_EMBEDDED", 4)
+    seen: list[int] = []
+    store = kbdb.learn.Learner.learn_pending
+
+    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
+        seen.append(len(pending))
+        return store(self, pending)
+
+    monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
+    for i in range(5):
+        text = f"# Otter {i}\n\nriver {i}\n\n## Den {i}\n\nbank {i}\n"
+        write(tmp_path / "tree", f"n{i}.md", text)
+    report = hkb.learn_path(tmp_path / "tree")
+    assert [n for n in seen if n] == [2, 2, 1]
+    assert report.sections_added == 10
+    assert hkb.stats().vector_index_stale is False
+    found = {i.kbid for i in hkb.search("otter river den bank", mode="vector", limit=100).items}
+    assert {s.kbid for s in report.sections} <= found

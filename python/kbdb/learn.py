@@ -60,6 +60,11 @@ from kbdb.types import (
 BATCH_FILES = 1_024
 BATCH_SECTIONS = 8_192
 BATCH_CHARS = 32 << 20
+# With an embedding provider, a batch's sections are also embedded under the writer lock:
+# at most this many, so that another writer never waits near its lock timeout (30 s). The
+# fp32 model embeds 10.5 sections/s on one thread at its 256-token limit (SciFact
+# abstracts), 51/s at 40 words (docs/benchmarks.md §4): 12 s and 2.5 s for 128.
+BATCH_SECTIONS_EMBEDDED = 128
 
 
 @dataclass(frozen=True)
@@ -314,6 +319,7 @@ class Learner:
         done = 0
         batch: list[Pending] = []
         batch_sections = batch_chars = 0
+        max_sections = BATCH_SECTIONS_EMBEDDED if self._vectors.enabled else BATCH_SECTIONS
         sections_done = 0
         last_path = ""
 
@@ -341,7 +347,7 @@ class Learner:
                         batch_chars += sum([len(s.content) for s in pending.doc.sections])
                 if (
                     len(batch) >= BATCH_FILES
-                    or batch_sections >= BATCH_SECTIONS
+                    or batch_sections >= max_sections
                     or batch_chars >= BATCH_CHARS
                 ):
                     flush()
