@@ -23,3 +23,20 @@ def write(root: Path, rel: str, text: str) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text, encoding="utf-8")
     return p
+
+
+def record_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of documents of each batch a learn stores from now on (non-empty ones):
+    ``Learner.learn_pending`` still runs, wrapped to record its batch."""
+    import kbdb.learn
+
+    seen: list[int] = []
+    store = kbdb.learn.Learner.learn_pending
+
+    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
+        if pending:
+            seen.append(len(pending))
+        return store(self, pending)
+
+    monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
+    return seen

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from tests.conftest import write
+from tests.conftest import record_batches, write
 from tests.embedding.conftest import find_test_model
 
 import kbdb
@@ -170,19 +170,12 @@ def test_learn_with_a_provider_cuts_smaller_batches(
     import kbdb.learn
 
     monkeypatch.setattr(kbdb.learn, "BATCH_SECTIONS_EMBEDDED", 4)
-    seen: list[int] = []
-    store = kbdb.learn.Learner.learn_pending
-
-    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
-        seen.append(len(pending))
-        return store(self, pending)
-
-    monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
+    seen = record_batches(monkeypatch)
     for i in range(5):
         text = f"# Otter {i}\n\nriver {i}\n\n## Den {i}\n\nbank {i}\n"
         write(tmp_path / "tree", f"n{i}.md", text)
     report = hkb.learn_path(tmp_path / "tree")
-    assert [n for n in seen if n] == [2, 2, 1]
+    assert seen == [2, 2, 1]
     assert report.sections_added == 10
     assert hkb.stats().vector_index_stale is False
     found = {i.kbid for i in hkb.search("otter river den bank", mode="vector", limit=100).items}

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import write
+from tests.conftest import record_batches, write
 
 import kbdb
 from kbdb.errors import (
@@ -302,19 +302,12 @@ def test_learn_path_batches_by_files_sections_and_characters(
 
     if cap is not None:
         monkeypatch.setattr(kbdb.learn, cap, value)
-    seen: list[int] = []
-    store = kbdb.learn.Learner.learn_pending
-
-    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
-        seen.append(len(pending))
-        return store(self, pending)
-
-    monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
+    seen = record_batches(monkeypatch)
     for i in range(12):
         body = f"otter {i} " * 12
         write(tmp_path / "tree", f"n{i:02}.md", f"# A {i}\n\n{body}\n\n## B {i}\n\n{body}\n")
     report = kb.learn_path(tmp_path / "tree")
-    assert [n for n in seen if n] == batches
+    assert seen == batches
     assert report.documents_added == 12 and report.sections_added == 24
     assert kb.search("otter", limit=100).total == 24
 
