@@ -100,3 +100,41 @@ def test_reader_in_other_process_sees_new_learns_without_reopen(
     )
     subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
     assert kb.search("okapi").total == 1
+
+
+def test_reader_survives_another_process_shrinking_the_database(
+    kb: kbdb.KnowledgeBase,
+) -> None:
+    # Reads go through a memory map of kb.sqlite (store/db.py MMAP_BYTES). Another
+    # process's gc vacuums and truncates the file under that map: this process must go on
+    # reading the smaller file, never touch the pages cut off (SIGBUS), and see its rows.
+    items = [
+        kbdb.LearnItem(
+            f"# Bulk {i}\n\n" + f"filler text number {i} about walruses " * 40, docid=f"bulk-{i}"
+        )
+        for i in range(400)
+    ]
+    kb.learn_many(items)
+    kb.learn("# Keeper\n\nthe okapi stays", docid="keeper")
+    conn = kb._db.conn()
+    assert conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the rows now live in the mapped file
+    assert kb.search("walruses", limit=5).total == 400
+    db_file = kb.path / "kb.sqlite"
+    size_before = db_file.stat().st_size
+    script = textwrap.dedent(
+        """
+        import sys, kbdb
+        kb = kbdb.KnowledgeBase.open(sys.argv[1])
+        for i in range(400):
+            kb.forget(docid=f"bulk-{i}")
+        kb.gc(prune_retired=True)
+        """
+    )
+    subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
+    assert db_file.stat().st_size < size_before / 2
+    assert kb.search("walruses").total == 0
+    res = kb.search("okapi")
+    assert [it.docids for it in res.items] == [("keeper",)]
+    assert kb.recall(res.items[0].kbid)
+    assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
