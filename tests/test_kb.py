@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
+from kbdb.types import SearchItem, search_item
 
 ADR = """# Architecture decisions
 
@@ -126,6 +128,21 @@ def test_search_envelope_has_every_spec_field(kb: kbdb.KnowledgeBase) -> None:
         assert key in item
     assert "content" not in item
     json.dumps(d)
+
+
+def test_search_items_equal_the_ones_the_constructor_makes(kb: kbdb.KnowledgeBase) -> None:
+    # Hydration builds items with types.search_item, not SearchItem(...): the same object.
+    kb.learn(ADR, docid="adr")
+    for item in kb.search("redis stream", explain=True, content=True).items:
+        again = SearchItem(**{f.name: getattr(item, f.name) for f in dataclasses.fields(item)})
+        assert item == again and repr(item) == repr(again) and item.to_dict() == again.to_dict()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            item.score = 0.0  # type: ignore[misc]
+    fields = {f.name: None for f in dataclasses.fields(SearchItem)}
+    with pytest.raises(TypeError, match="exactly the fields"):
+        search_item(**{k: v for k, v in fields.items() if k != "snippet"})
+    with pytest.raises(TypeError, match="exactly the fields"):
+        search_item(**fields, extra=1)
 
 
 def test_code_field_and_identifier_split(kb: kbdb.KnowledgeBase) -> None:

@@ -301,10 +301,23 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
             )
+        if mode == "lexical":
+            # One read snapshot for the index watermark check and the whole search (one
+            # transaction instead of two). Not for the vector modes: their catch-up writes.
+            with self._db.read():
+                self._index.refresh()
+                return self._lexical().search(
+                    query,
+                    limit=limit,
+                    offset=offset,
+                    filters=filters,
+                    content=content,
+                    explain=explain,
+                )
         self._index.refresh()
         lexical = self._lexical()
-        stale = mode != "lexical" and self._vectors.stale()
-        if mode == "lexical" or stale:
+        stale = self._vectors.stale()
+        if stale:
             result = lexical.search(
                 query,
                 limit=limit,
@@ -313,8 +326,6 @@ class KnowledgeBase:
                 content=content,
                 explain=explain,
             )
-            if not stale:
-                return result
             # The seed's fallback: a stale vector index is never used; say so.
             return dataclasses.replace(
                 result, search_mode=cast(SearchMode, mode), vector_index_stale=True

@@ -30,7 +30,7 @@ from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
 from kbdb.store import queries as q
-from kbdb.types import SearchItem, SearchResult
+from kbdb.types import SearchItem, SearchResult, search_item
 
 # Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
 CANDIDATES = 30
@@ -283,7 +283,7 @@ class LexicalSearcher:
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
             items.append(
-                SearchItem(
+                search_item(
                     kbid=h.kbid,
                     heading=row.heading,
                     level=row.level,
