@@ -178,53 +178,24 @@ impl Analyzer {
         out: &mut Vec<Hit>,
     ) {
         let chunk = &text.as_bytes()[from..to];
-        let mut i = 0;
-        while i < chunk.len() {
-            if CLASS[chunk[i] as usize] == BREAK {
-                i += 1;
+        let runs = RunMasks::new(chunk);
+        // Part starts are taken in order; once one lets its run through, the run is
+        // analyzed whole and the scan resumes past its end.
+        let mut resume = 0;
+        for i in runs.part_starts() {
+            if i < resume || !filter.may_start_at(chunk, i) {
                 continue;
             }
-            let start = i;
-            let mut may = false;
-            let mut prev = JOIN;
-            while i < chunk.len() {
-                let k = CLASS[chunk[i] as usize];
-                if k == BREAK {
-                    break;
-                }
-                if PART_START[prev as usize][k as usize] && filter.may_start_at(chunk, i) {
-                    // The run is analyzed whole: only its end is left to find.
-                    may = true;
-                    while i < chunk.len() && CLASS[chunk[i] as usize] != BREAK {
-                        i += 1;
-                    }
-                    break;
-                }
-                prev = k;
-                i += 1;
-                // No part starts at a lowercase letter after a letter (`PART_START`): pass
-                // over the rest of a word's lowercase letters in a tight loop.
-                if k == LOWER || k == UPPER {
-                    let from = i;
-                    while i < chunk.len() && CLASS[chunk[i] as usize] == LOWER {
-                        i += 1;
-                    }
-                    if i > from {
-                        prev = LOWER;
-                    }
-                }
-            }
-            if !may {
-                continue;
-            }
+            let (start, end) = runs.run_around(i);
+            resume = end;
             let base = from + start;
-            let run = &text[base..from + i];
+            let run = &text[base..from + end];
             if run.len() <= MAX_TOKEN_BYTES && identifier::is_simple(run) {
                 if self.stemmer.simple_term_into(run, term) {
                     if let Some(t) = terms.iter().position(|&x| x == term.as_str()) {
                         out.push(Hit {
                             start: base,
-                            end: from + i,
+                            end: from + end,
                             term: t,
                         });
                     }
@@ -252,26 +223,193 @@ const DIGIT: u8 = 3;
 /// `_ ' . : , ;`: can join letters or digits into one word, or separate its parts.
 const JOIN: u8 = 4;
 
-/// `PART_START[prev][k]`: whether a part can start at a byte of class `k` after one of
-/// class `prev` (`JOIN` at a run's start), a superset of the identifier splitter's
-/// boundaries: after a joiner or the run's start, at a capital, and between a letter and
-/// a digit; never at a joiner.
-static PART_START: [[bool; 5]; 5] = {
-    let mut t = [[false; 5]; 5];
-    let mut prev = 0;
-    while prev < 5 {
-        let mut k = 0;
-        while k < 5 {
-            let (p, c) = (prev as u8, k as u8);
-            t[prev][k] = c != JOIN
-                && c != BREAK
-                && (p == JOIN || c == UPPER || (c == DIGIT) != (p == DIGIT));
-            k += 1;
+/// Byte classes of 64 bytes as bitmaps (bit `j` for byte `j`).
+#[derive(Debug, PartialEq, Eq)]
+struct Classes {
+    /// ASCII letters and digits.
+    alnum: u64,
+    upper: u64,
+    digit: u64,
+    /// The joiners `_ ' . : , ;`.
+    join: u64,
+}
+
+impl Classes {
+    fn of(block: &[u8; 64]) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: SSE2 is part of the x86_64 baseline: every x86_64 CPU has it.
+            unsafe { Self::of_sse2(block) }
         }
-        prev += 1;
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Self::of_scalar(block)
+        }
     }
-    t
-};
+
+    /// The reference: one byte at a time (and the code off x86_64).
+    #[cfg(any(test, not(target_arch = "x86_64")))]
+    fn of_scalar(block: &[u8; 64]) -> Self {
+        let mut c = Classes {
+            alnum: 0,
+            upper: 0,
+            digit: 0,
+            join: 0,
+        };
+        for (j, &b) in block.iter().enumerate() {
+            let is_upper = b.is_ascii_uppercase();
+            let is_digit = b.is_ascii_digit();
+            c.alnum |= u64::from(b.is_ascii_alphanumeric()) << j;
+            c.upper |= u64::from(is_upper) << j;
+            c.digit |= u64::from(is_digit) << j;
+            c.join |= u64::from(matches!(b, b'_' | b'\'' | b'.' | b':' | b',' | b';')) << j;
+        }
+        c
+    }
+
+    /// Sixteen bytes per step: a range test is one add and one signed compare (the add
+    /// moves the range's first byte to -128), and `movemask` gathers the bits.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "sse2")]
+    fn of_sse2(block: &[u8; 64]) -> Self {
+        use std::arch::x86_64::*;
+        // Bytes in `lo..lo + n`, as 0xFF lanes.
+        #[target_feature(enable = "sse2")]
+        fn range(v: __m128i, lo: u8, n: u8) -> __m128i {
+            let shifted = _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+            _mm_cmplt_epi8(shifted, _mm_set1_epi8(0x80u8.wrapping_add(n) as i8))
+        }
+        #[target_feature(enable = "sse2")]
+        fn eq(v: __m128i, b: u8) -> __m128i {
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8))
+        }
+        #[target_feature(enable = "sse2")]
+        fn bits(m: __m128i, k: usize) -> u64 {
+            u64::from(_mm_movemask_epi8(m) as u16) << (16 * k)
+        }
+        let (mut alnum, mut upper, mut digit, mut join) = (0u64, 0u64, 0u64, 0u64);
+        for k in 0..4 {
+            let lane: &[u8; 16] = block[16 * k..16 * k + 16].try_into().expect("16 bytes");
+            // SAFETY: `lane` is 16 readable bytes; the load needs no alignment.
+            let v = unsafe { _mm_loadu_si128(lane.as_ptr().cast()) };
+            let up = range(v, b'A', 26);
+            let lo = range(v, b'a', 26);
+            let di = range(v, b'0', 10);
+            let jo = _mm_or_si128(
+                _mm_or_si128(
+                    _mm_or_si128(eq(v, b'_'), eq(v, b'\'')),
+                    _mm_or_si128(eq(v, b'.'), eq(v, b':')),
+                ),
+                _mm_or_si128(eq(v, b','), eq(v, b';')),
+            );
+            alnum |= bits(_mm_or_si128(_mm_or_si128(up, lo), di), k);
+            upper |= bits(up, k);
+            digit |= bits(di, k);
+            join |= bits(jo, k);
+        }
+        Classes {
+            alnum,
+            upper,
+            digit,
+            join,
+        }
+    }
+}
+
+/// Bitmaps of an ASCII chunk, one bit per byte and 64 bytes per word: where a part of a
+/// word can start, and which bytes break runs (`BREAK`). A part can start at a letter or
+/// digit after a joiner, a break or the chunk's start; at a capital; and between a letter
+/// and a digit (never at a joiner): a superset of the identifier splitter's boundaries.
+/// Built a block at a time from byte comparisons (which compile to vector code) rather
+/// than a table lookup per byte: most of a text's bytes are passed over here.
+struct RunMasks {
+    starts: Vec<u64>,
+    breaks: Vec<u64>,
+    len: usize,
+}
+
+impl RunMasks {
+    fn new(chunk: &[u8]) -> Self {
+        let words = chunk.len().div_ceil(64);
+        let mut starts = Vec::with_capacity(words);
+        let mut breaks = Vec::with_capacity(words);
+        // The byte before the chunk counts as a separator: its first letter starts a part.
+        let (mut sep_before, mut digit_before) = (1u64, 0u64);
+        for block in chunk.chunks(64) {
+            let mut padded = [0u8; 64]; // NUL is a break
+            let block: &[u8; 64] = match block.try_into() {
+                Ok(full) => full,
+                Err(_) => {
+                    padded[..block.len()].copy_from_slice(block);
+                    &padded
+                }
+            };
+            let Classes {
+                alnum,
+                upper,
+                digit,
+                join,
+            } = Classes::of(block);
+            // Bits past the chunk's end are breaks; `run_around` clamps to the length.
+            let brk = !(alnum | join);
+            let sep = brk | join;
+            let after_sep = (sep << 1) | sep_before;
+            let after_digit = (digit << 1) | digit_before;
+            starts.push(alnum & (after_sep | upper | (digit ^ after_digit)));
+            breaks.push(brk);
+            sep_before = sep >> 63;
+            digit_before = digit >> 63;
+        }
+        RunMasks {
+            starts,
+            breaks,
+            len: chunk.len(),
+        }
+    }
+
+    /// The positions where a part can start, in order.
+    fn part_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.starts.iter().enumerate().flat_map(|(w, &bits)| {
+            let mut bits = bits;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let at = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    at
+                })
+            })
+        })
+    }
+
+    /// The run (maximal stretch of non-break bytes) holding position `i`, as `start..end`.
+    fn run_around(&self, i: usize) -> (usize, usize) {
+        let mut w = i / 64;
+        let mut bits = self.breaks[w] & (u64::MAX << (i % 64));
+        let end = loop {
+            if bits != 0 {
+                break (w * 64 + bits.trailing_zeros() as usize).min(self.len);
+            }
+            w += 1;
+            if w == self.breaks.len() {
+                break self.len;
+            }
+            bits = self.breaks[w];
+        };
+        let mut w = i / 64;
+        let mut bits = self.breaks[w] & ((1u64 << (i % 64)) - 1);
+        let start = loop {
+            if bits != 0 {
+                break w * 64 + 64 - bits.leading_zeros() as usize;
+            }
+            if w == 0 {
+                break 0;
+            }
+            w -= 1;
+            bits = self.breaks[w];
+        };
+        (start, end)
+    }
+}
 
 static CLASS: [u8; 256] = {
     let mut t = [BREAK; 256];

@@ -249,3 +249,38 @@ fn python_whitespace() {
     assert!(is_py_space('\u{1f}') && is_py_space('\u{a0}') && is_py_space('\u{3000}'));
     assert!(!is_py_space('\u{200b}') && !is_py_space('x'));
 }
+
+#[test]
+fn byte_classes_agree_with_the_scalar_reference() {
+    // Every byte value at every position of a block, among neighbours of every class.
+    let fill: Vec<u8> = b"aZ5_ .;:,'\n\x00\x7f\xff@[`{".to_vec();
+    for b in 0..=255u8 {
+        for at in 0..64 {
+            let mut block = [0u8; 64];
+            for (j, x) in block.iter_mut().enumerate() {
+                *x = fill[(j + usize::from(b)) % fill.len()];
+            }
+            block[at] = b;
+            assert_eq!(
+                Classes::of(&block),
+                Classes::of_scalar(&block),
+                "byte {b} at {at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_and_part_starts_across_blocks() {
+    // Runs that cross the 64-byte block boundaries, and a chunk that ends mid-block.
+    let text = format!("{}ab{}Cd9e  x", "y".repeat(62), "z".repeat(63));
+    let runs = RunMasks::new(text.as_bytes());
+    let starts: Vec<usize> = runs.part_starts().collect();
+    // `yy…ab zz…` is one run: its part starts are its first byte, `C` and the digit
+    // boundaries (`d9`, `9e`); then `x`.
+    assert_eq!(starts, vec![0, 127, 129, 130, 133]);
+    assert_eq!(runs.run_around(0), (0, 131));
+    assert_eq!(runs.run_around(127), (0, 131));
+    assert_eq!(runs.run_around(130), (0, 131));
+    assert_eq!(runs.run_around(133), (133, 134));
+}
