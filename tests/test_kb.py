@@ -335,3 +335,41 @@ def test_snippet_comes_from_code_when_only_code_matches(kb: kbdb.KnowledgeBase) 
     item = kb.search("frobnicate").items[0]
     assert item.matched_fields == ("code",)
     assert "frobnicate" in item.snippet
+
+
+def test_an_older_database_gets_the_covering_links_index_on_its_first_write(
+    tmp_path: Path,
+) -> None:
+    # Made before store/schema.py's UPGRADES: document links indexed by kbid alone.
+    kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
+    kb.learn(ADR, docid="adr")
+    conn = kb._db.conn()
+    conn.execute("DROP INDEX document_sections_links")
+    conn.execute("CREATE INDEX document_sections_kbid ON document_sections(kbid)")
+    kb.close()
+
+    def indexes(kb: kbdb.KnowledgeBase) -> set[str]:
+        rows = kb._db.conn().execute(
+            "SELECT name FROM sqlite_master WHERE tbl_name = 'document_sections' AND type = 'index'"
+        )
+        return {r[0] for r in rows}
+
+    def links_plan(kb: kbdb.KnowledgeBase) -> str:
+        rows = kb._db.conn().execute(
+            "EXPLAIN QUERY PLAN SELECT kbid, docid, live FROM document_sections"
+            " WHERE kbid IN (?, ?)",
+            ("a", "b"),
+        )
+        return " ".join(r[3] for r in rows)
+
+    kb = kbdb.KnowledgeBase.open(tmp_path / "kb")
+    # It opens and searches unchanged (reads never write the schema).
+    assert [it.docids for it in kb.search("redis stream").items] == [("adr",)]
+    assert "document_sections_kbid" in indexes(kb)
+    kb.learn("# Later\n\nthe okapi", docid="later")
+    assert "document_sections_links" in indexes(kb)
+    assert "document_sections_kbid" not in indexes(kb)
+    assert "COVERING INDEX document_sections_links" in links_plan(kb)
+    assert [it.docids for it in kb.search("redis stream").items] == [("adr",)]
+    assert kb.check().ok
+    kb.close()

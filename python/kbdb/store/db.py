@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kbdb.errors import KbdbError, KbLockedError
-from kbdb.store.schema import SCHEMA, SCHEMA_VERSION
+from kbdb.store.schema import SCHEMA, SCHEMA_VERSION, UPGRADES
 
 DB_NAME = "kb.sqlite"
 BUSY_TIMEOUT_MS = 30_000
@@ -37,6 +37,7 @@ class Database:
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
         self._local = threading.local()
+        self._upgraded = False
         if create:
             # executescript commits on its own, so the schema goes in as one script.
             self.conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
@@ -75,12 +76,18 @@ class Database:
             if "locked" in str(e) or "busy" in str(e):
                 raise KbLockedError(f"database {self.path} is busy: {e}") from e
             raise self._error(e) from e
+        upgrading = not self._upgraded
         try:
+            if upgrading:
+                for stmt in UPGRADES:
+                    conn.execute(stmt)
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if upgrading:
+            self._upgraded = True
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

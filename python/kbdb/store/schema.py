@@ -71,7 +71,6 @@ CREATE TABLE IF NOT EXISTS document_sections (
     live  INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS document_sections_doc ON document_sections(docid, live, ord);
-CREATE INDEX IF NOT EXISTS document_sections_kbid ON document_sections(kbid);
 CREATE TABLE IF NOT EXISTS embeddings (
     text_sha TEXT NOT NULL,
     model    TEXT NOT NULL,
@@ -84,6 +83,22 @@ CREATE TABLE IF NOT EXISTS changelog (
     kbid TEXT NOT NULL
 );
 """
+
+# A section's document links by kbid, covering: the search's sibling boost and hydration
+# read (docid, live) from the index alone, without a row lookup per link.
+LINKS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS document_sections_links ON document_sections(kbid, docid, live)"
+)
+SCHEMA += LINKS_INDEX + ";\n"
+
+UPGRADES = (
+    LINKS_INDEX,
+    # Knowledge bases made before the covering index had one on kbid alone.
+    "DROP INDEX IF EXISTS document_sections_kbid",
+)
+"""Additions to the schema that need no new version: the first write transaction of each
+``Database`` applies them (``CREATE … IF NOT EXISTS``), so an older knowledge base opens
+unchanged and is brought up to date by its next write."""
 
 # The near-duplicate band tables (store/signatures.py). They are also created on first use,
 # so a knowledge base made before they existed opens unchanged and is backfilled.
