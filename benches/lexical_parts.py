@@ -33,7 +33,7 @@ from typing import Any  # noqa: E402
 from common import SCIFACT, print_table  # noqa: E402
 from kbdb.evaluation.beir import dataset_paths, load_beir  # noqa: E402
 from kbdb.search import lexical  # noqa: E402
-from kbdb.search.fields import index_fields  # noqa: E402
+from kbdb.search.fields import body_fields  # noqa: E402
 from kbdb.search.snippet import SNIPPET_CHARS  # noqa: E402
 from peers import Kbdb  # noqa: E402
 
@@ -72,15 +72,15 @@ def main() -> int:
             loose = index.search(p.clauses, require_all=False, **params)
             candidates.append(list(dict.fromkeys([*strict.kbids, *loose.kbids])))
         pages = [c[:PAGE] for c in candidates]
-        jobs: list[tuple[Sequence[tuple[str, str, list[int]]], list[list[str]]]] = []
+        jobs: list[tuple[Sequence[tuple[str, str | None, list[int]]], list[list[str]]]] = []
         for p, page in zip(parsed, pages, strict=True):
             rows = lexical._hydration_rows(conn, page)
             every = list(range(len(p.clauses)))  # every clause: an upper bound on the terms
             page_jobs = []
             for k in page:
                 r = rows[k]
-                body = index_fields(r.heading, r.content, r.type, None, None)[1]
-                page_jobs.append((body, r.content, every))
+                body = body_fields(r.content, r.type, None)[0]
+                page_jobs.append((body, None if body is r.content else r.content, every))
             jobs.append((page_jobs, [[alt for alt, _ in alts] for alts, _ in p.clauses]))
         n = len(queries)
         snippets = searcher.analyzer.snippets

@@ -16,7 +16,7 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
-from kbdb.types import SearchItem, search_item
+from kbdb.types import SearchItem, SearchResult, build
 
 ADR = """# Architecture decisions
 
@@ -131,18 +131,24 @@ def test_search_envelope_has_every_spec_field(kb: kbdb.KnowledgeBase) -> None:
 
 
 def test_search_items_equal_the_ones_the_constructor_makes(kb: kbdb.KnowledgeBase) -> None:
-    # Hydration builds items with types.search_item, not SearchItem(...): the same object.
+    # Searches build results with types.build, not the dataclasses' __init__: the same
+    # objects.
     kb.learn(ADR, docid="adr")
-    for item in kb.search("redis stream", explain=True, content=True).items:
-        again = SearchItem(**{f.name: getattr(item, f.name) for f in dataclasses.fields(item)})
-        assert item == again and repr(item) == repr(again) and item.to_dict() == again.to_dict()
+    res = kb.search("redis stream", explain=True, content=True)
+    assert res.items
+    for obj in (res, *res.items):
+        cls = type(obj)
+        again = cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+        assert obj == again and repr(obj) == repr(again) and obj.to_dict() == again.to_dict()
         with pytest.raises(dataclasses.FrozenInstanceError):
-            item.score = 0.0  # type: ignore[misc]
+            obj.limit = 0  # type: ignore[misc,union-attr]
     fields = {f.name: None for f in dataclasses.fields(SearchItem)}
-    with pytest.raises(TypeError, match="exactly the fields"):
-        search_item(**{k: v for k, v in fields.items() if k != "snippet"})
-    with pytest.raises(TypeError, match="exactly the fields"):
-        search_item(**fields, extra=1)
+    with pytest.raises(TypeError, match="exactly the fields of SearchItem"):
+        build(SearchItem, **{k: v for k, v in fields.items() if k != "snippet"})
+    with pytest.raises(TypeError, match="exactly the fields of SearchItem"):
+        build(SearchItem, **fields, extra=1)
+    with pytest.raises(TypeError, match="exactly the fields of SearchResult"):
+        build(SearchResult, **fields)
 
 
 def test_code_field_and_identifier_split(kb: kbdb.KnowledgeBase) -> None:

@@ -47,8 +47,13 @@ def index_fields(
 ) -> tuple[str, str, str]:
     """The (heading, body, code) texts the lexical index sees for one section."""
     head = " ".join(p for p in (heading, title if title and title != heading else None) if p)
+    return (head, *body_fields(content, type, description))
+
+
+def body_fields(content: str, type: str, description: str | None) -> tuple[str, str]:
+    """The (body, code) texts of ``index_fields``: what a snippet is cut from is the body."""
     if type.startswith("image/"):
-        return head, description or "", ""
+        return description or "", ""
     if type == "text/markdown":
         body, code = split_code(content)
     elif type == "application/json":
@@ -61,4 +66,4 @@ def index_fields(
         body, code = content, ""
     if description:
         body = f"{description}\n{body}"
-    return head, body, code
+    return body, code

@@ -20,7 +20,7 @@ from kbdb.search.fusion import Fused, linear, rrf
 from kbdb.search.lexical import Filters, Hit, LexicalSearcher
 from kbdb.search.query import ParsedQuery
 from kbdb.search.vectors import VectorStore
-from kbdb.types import SearchResult
+from kbdb.types import SearchResult, build
 
 FUSION_CANDIDATES = 100
 
@@ -72,7 +72,8 @@ def search_fused(
     ]
     items = lexical.hydrate(parsed, page, content=content, explain=explain)
     top = items[0] if items else None
-    return SearchResult(
+    return build(
+        SearchResult,
         items=tuple(items),
         total=len(fused),
         offset=offset,

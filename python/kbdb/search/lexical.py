@@ -24,13 +24,13 @@ from typing import Any, NamedTuple
 from kbdb import _core
 from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence, verdict
-from kbdb.search.fields import index_fields
+from kbdb.search.fields import body_fields
 from kbdb.search.query import ParsedQuery, parse_query
 from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
 from kbdb.store import queries as q
-from kbdb.types import SearchItem, SearchResult, search_item
+from kbdb.types import SearchItem, SearchResult, build
 
 # Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
 CANDIDATES = 30
@@ -157,7 +157,8 @@ class LexicalSearcher:
                 parsed, page, content=content, explain=explain, links=ranking.links
             )
         top = items[0] if items else None
-        return SearchResult(
+        return build(
+            SearchResult,
             items=tuple(items),
             total=ranking.total,
             offset=offset,
@@ -257,7 +258,8 @@ class LexicalSearcher:
         # snippet job (None for an image: its snippet is empty). The page's snippets are
         # made in one call.
         shown: list[tuple[Hit, _Row, list[int], int | None]] = []
-        jobs: list[tuple[str, str, list[int]]] = []
+        jobs: list[tuple[str, str | None, list[int]]] = []
+        surfaces = parsed.surfaces
         for h in page:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
@@ -265,17 +267,20 @@ class LexicalSearcher:
             matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
             job = None
             if not row.type.startswith("image/"):
-                _, body, _ = index_fields(row.heading, row.content, row.type, None, None)
+                # Cut from the indexed body; from the whole content (code included) when no
+                # term is in the body. A body that is the content needs no fallback.
+                body = body_fields(row.content, row.type, None)[0]
+                fallback = None if body is row.content else row.content
                 job = len(jobs)
-                jobs.append((body, row.content, matched_clauses))
+                jobs.append((body, fallback, matched_clauses))
             shown.append((h, row, matched_clauses, job))
         alternatives = [[alt for alt, _ in alts] for alts, _ in clauses]
         texts = self.analyzer.snippets(jobs, alternatives, width=SNIPPET_CHARS) if jobs else []
         items: list[SearchItem] = []
         for h, row, matched_clauses, job in shown:
             fields = 0
-            for mask in h.matched:
-                fields |= mask
+            for i in matched_clauses:
+                fields |= h.matched[i]
             if h.confidence is not None:
                 conf = h.confidence
             else:
@@ -283,7 +288,8 @@ class LexicalSearcher:
                 coverage = covered / required if required else 1.0
                 conf = confidence(h.score / h.boost, h.bound, coverage)
             items.append(
-                search_item(
+                build(
+                    SearchItem,
                     kbid=h.kbid,
                     heading=row.heading,
                     level=row.level,
@@ -293,7 +299,7 @@ class LexicalSearcher:
                     docids=_docids(links.get(h.kbid, ())),
                     tags=row.tags,
                     snippet="" if job is None else texts[job],
-                    matched_terms=tuple([parsed.surfaces[i] for i in matched_clauses]),
+                    matched_terms=tuple([surfaces[i] for i in matched_clauses]),
                     matched_fields=_FIELD_SETS[fields],
                     score=round(h.score, 6),
                     confidence=conf,
