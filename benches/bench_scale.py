@@ -152,10 +152,12 @@ def disk_bytes(root: Path) -> dict[str, int]:
     return out
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident memory in MB (``RssAnon``: its heaps alone, without the
+    mapped files: index segments and, read through SQLite's memory map, kb.sqlite)."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -194,6 +196,7 @@ def measure(root: str, model: str, seed: int) -> None:
     out["first_search_ms"] = (time.perf_counter() - first) * 1000
     out["lexical"] = latency_stats(time_each(lambda text: kb.search(text, limit=10), queries))
     out["rss_lexical_mb"] = rss_mb()
+    out["rss_lexical_anon_mb"] = rss_mb("RssAnon")
     out["learn_one_lexical_ms"] = learn_probes(kb, "lexical", queries)
     forget = time_each(lambda i: kb.forget(docid=f"scale-{i * 7}"), range(5), warmup=0)
     out["retire_one_ms"] = statistics.median(forget) * 1000
@@ -390,6 +393,7 @@ def main() -> int:
             f"{r['disk']['total'] / 2**20:.0f} MB",
             f"{r['open_ms']:.1f}",
             f"{r['rss_open_mb']:.0f}",
+            f"{r['rss_lexical_mb']:.0f} / {r.get('rss_lexical_anon_mb', float('nan')):.0f}",
             f"{r['lexical']['p50_ms']:.2f} / {r['lexical']['p95_ms']:.2f}",
             f"{r['vector']['p50_ms']:.1f} / {r['vector']['p95_ms']:.1f}",
             f"{r['learn_one_lexical_ms']:.0f} / {r['learn_one_embedded_ms']:.0f}",
@@ -404,6 +408,7 @@ def main() -> int:
             "disk",
             "open ms",
             "RSS MB",
+            "RSS after searches / anon MB",
             "lexical p50/p95 ms",
             "vector p50/p95 ms",
             "learn one doc ms (lex/emb)",

@@ -17,12 +17,14 @@ from kbdb.store.schema import SCHEMA, SCHEMA_VERSION, UPGRADES
 
 DB_NAME = "kb.sqlite"
 BUSY_TIMEOUT_MS = 30_000
-# Reads go through a memory map of up to this many bytes of ``kb.sqlite`` (SQLite clamps
-# it to its compiled maximum, 2 GiB in the usual builds): a page comes from the map
-# instead of a read() into the page cache, which halves hydration's statements
-# (docs/benchmarks.md §2, "Session 8"). The map is read-only; pages count as shared file
-# cache, not as the process's own memory.
-MMAP_BYTES = 1 << 31
+# Reads go through a memory map of the first MMAP_BYTES of ``kb.sqlite``: a page comes
+# from the map instead of a read() into SQLite's page cache, which makes a search's
+# statements cheaper (docs/benchmarks.md §2, "Session 8"); pages past it are read as
+# before. The map is read-only, and what it holds is the OS's shared file cache, not the
+# process's own memory; but it counts in the process's resident size (with the kernel's
+# fault-around, 64 KiB a touch), so it is capped: a long-running server on a large
+# knowledge base shows at most this much more RSS than without it.
+MMAP_BYTES = 256 << 20
 
 
 class DatabaseError(KbdbError):
