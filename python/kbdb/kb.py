@@ -301,21 +301,19 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
             )
-        if mode == "lexical":
-            # One read snapshot for the index watermark check and the whole search (one
-            # transaction instead of two). Not for the vector modes: their catch-up writes.
-            with self._db.read():
-                self._index.refresh()
-                return self._lexical().search(
-                    query,
-                    limit=limit,
-                    offset=offset,
-                    filters=filters,
-                    content=content,
-                    explain=explain,
-                )
+        # Outside any read snapshot: a catch-up must see the database's current head, not
+        # one older than an index another writer has just published.
         self._index.refresh()
         lexical = self._lexical()
+        if mode == "lexical":
+            return lexical.search(
+                query,
+                limit=limit,
+                offset=offset,
+                filters=filters,
+                content=content,
+                explain=explain,
+            )
         stale = self._vectors.stale()
         if stale:
             result = lexical.search(

@@ -63,11 +63,16 @@ class LexicalIndex:
     def refresh(self) -> None:
         """Pick up other processes' commits; catch up if the index is behind and the writer
         lock is free (never waits)."""
+        conn = self._db.conn()
+        if conn.in_transaction:
+            # Its snapshot may predate an index another writer has just published: the
+            # catch-up would see that index "ahead" of the database and rebuild it back.
+            raise RuntimeError("LexicalIndex.refresh called inside a database transaction")
         index = self.core
         index.reload()
         # One statement is its own read transaction: no BEGIN/COMMIT round trips (two of
         # a search's seven statements).
-        head = q.max_seq(self._db.conn())
+        head = q.max_seq(conn)
         if index.watermark == head:
             return
         try:

@@ -283,4 +283,15 @@ fn runs_and_part_starts_across_blocks() {
     assert_eq!(runs.run_around(127), (0, 131));
     assert_eq!(runs.run_around(130), (0, 131));
     assert_eq!(runs.run_around(133), (133, 134));
+
+    // A letter-digit boundary across a block boundary (bytes 63 and 64), and a chunk of
+    // exactly two blocks whose last run ends at its end.
+    let text = format!("{}a1b{}", " ".repeat(63), "c".repeat(62));
+    assert_eq!(text.len(), 128);
+    let runs = RunMasks::new(text.as_bytes());
+    assert_eq!(runs.part_starts().collect::<Vec<_>>(), vec![63, 64, 65]);
+    assert_eq!(runs.run_around(64), (63, 128));
+    let a = Analyzer::new();
+    check_runs(&a, &text);
+    check_runs(&a, &format!("{}9x", "Q".repeat(63)));
 }
