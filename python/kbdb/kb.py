@@ -305,17 +305,8 @@ class KnowledgeBase:
         # one older than an index another writer has just published.
         self._index.refresh()
         lexical = self._lexical()
-        if mode == "lexical":
-            return lexical.search(
-                query,
-                limit=limit,
-                offset=offset,
-                filters=filters,
-                content=content,
-                explain=explain,
-            )
-        stale = self._vectors.stale()
-        if stale:
+        stale = mode != "lexical" and self._vectors.stale()
+        if mode == "lexical" or stale:
             result = lexical.search(
                 query,
                 limit=limit,
@@ -324,6 +315,8 @@ class KnowledgeBase:
                 content=content,
                 explain=explain,
             )
+            if not stale:
+                return result
             # The seed's fallback: a stale vector index is never used; say so.
             return dataclasses.replace(
                 result, search_mode=cast(SearchMode, mode), vector_index_stale=True
