@@ -21,10 +21,11 @@ BUSY_TIMEOUT_MS = 30_000
 # from the map instead of a read() into SQLite's page cache, which makes a search's
 # statements cheaper (docs/benchmarks.md §2, "Session 8"); pages past it are read as
 # before. The map is read-only, and what it holds is the OS's shared file cache, not the
-# process's own memory; but it counts in the process's resident size (with the kernel's
-# fault-around, 64 KiB a touch), so it is capped: a long-running server on a large
-# knowledge base shows at most this much more RSS than without it.
-MMAP_BYTES = 256 << 20
+# process's own memory; but it counts in the process's resident size (the kernel maps
+# 64 KiB around each touched page), so it is capped: a knowledge base of a few tens of
+# thousands of sections is mapped whole, and a large one adds at most this much to the
+# RSS of a long-running server or a bulk learn.
+MMAP_BYTES = 64 << 20
 
 
 class DatabaseError(KbdbError):
