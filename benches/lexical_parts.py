@@ -74,7 +74,7 @@ def main() -> int:
         pages = [c[:PAGE] for c in candidates]
         jobs: list[tuple[Sequence[tuple[str, str | None, list[int]]], list[list[str]]]] = []
         for p, page in zip(parsed, pages, strict=True):
-            rows = lexical._hydration_rows(conn, page)
+            rows = lexical._read_rows(conn, page)
             every = list(range(len(p.clauses)))  # every clause: an upper bound on the terms
             page_jobs = []
             for k in page:
@@ -100,11 +100,11 @@ def main() -> int:
             ),
             (
                 "SQLite: document links of the candidates",
-                lambda: [lexical._links(conn, c) for c in candidates],
+                lambda: [lexical._read_links(conn, c) for c in candidates],
             ),
             (
                 f"SQLite: the page's {PAGE} rows",
-                lambda: [lexical._hydration_rows(conn, page) for page in pages],
+                lambda: [lexical._read_rows(conn, page) for page in pages],
             ),
             (
                 f"the page's {PAGE} snippets, one call",

@@ -215,7 +215,7 @@ class LexicalSearcher:
         if boost <= 0 or len(hits) < 2:
             return {}
         with self.db.read() as conn:
-            links = _links(conn, [h.kbid for h in hits])
+            links = _links(self.db, conn, [h.kbid for h in hits])
         # Per document: how many candidates are live in it (a plain dict: Counter.update
         # costs more than the rest of this function).
         per_doc: dict[str, int] = {}
@@ -247,10 +247,10 @@ class LexicalSearcher:
         kbids = [h.kbid for h in page]
         links = dict(links or {})
         with self.db.read() as conn:
-            rows = _hydration_rows(conn, kbids)
+            rows = _hydration_rows(self.db, conn, kbids)
             missing = [k for k in kbids if k not in links]
             if missing:
-                links.update(_links(conn, missing))
+                links.update(_links(self.db, conn, missing))
         clauses = parsed.clauses
         required_flags = [req for _, req in clauses]
         required = sum(required_flags) or len(clauses)
@@ -341,7 +341,30 @@ def _chunks(items: Sequence[str], size: int = 900) -> Iterator[Sequence[str]]:
         yield items[i : i + size]
 
 
-def _hydration_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row]:
+def _hydration_rows(
+    db: Database, conn: sqlite3.Connection, kbids: Sequence[str]
+) -> dict[str, _Row]:
+    """The rows of ``kbids`` that exist, from the read cache or one query per chunk."""
+    cache = db.cache()
+    if cache is None:
+        return _read_rows(conn, kbids)
+    table = cache.table("search.rows")
+    out: dict[str, _Row] = {}
+    missing = []
+    for k in kbids:
+        row = table.get(k)
+        if row is None:
+            missing.append(k)
+        else:
+            out[k] = row
+    if missing:
+        for k, row in _read_rows(conn, missing).items():
+            cache.put(table, k, row, len(row.content))
+            out[k] = row
+    return out
+
+
+def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row]:
     out: dict[str, _Row] = {}
     for chunk in _chunks(kbids):
         sql = _HYDRATE_SQL.format(marks=",".join("?" * len(chunk)))
@@ -351,8 +374,35 @@ def _hydration_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str,
     return out
 
 
-def _links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
-    """Every ``(docid, live)`` link of ``kbids``, sorted by docid, in one query per chunk."""
+_NO_LINKS: list[tuple[str, bool]] = []
+
+
+def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
+    """Every ``(docid, live)`` link of ``kbids``, sorted by docid, from the read cache or
+    one query per chunk. A kbid without links is left out."""
+    cache = db.cache()
+    if cache is None:
+        return _read_links(conn, kbids)
+    table = cache.table("search.links")
+    out: Links = {}
+    missing = []
+    for k in kbids:
+        pairs = table.get(k)
+        if pairs is None:
+            missing.append(k)
+        elif pairs:
+            out[k] = pairs
+    if missing:
+        found = _read_links(conn, missing)
+        for k in missing:
+            pairs = found.get(k, _NO_LINKS)
+            cache.put(table, k, pairs)
+            if pairs:
+                out[k] = pairs
+    return out
+
+
+def _read_links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
     out: Links = {}
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))

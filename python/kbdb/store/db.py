@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kbdb.errors import KbdbError, KbLockedError
 from kbdb.store.schema import SCHEMA, SCHEMA_VERSION, UPGRADES
@@ -26,12 +27,54 @@ BUSY_TIMEOUT_MS = 30_000
 # thousands of sections is mapped whole, and a large one adds at most this much to the
 # RSS of a long-running server or a bulk learn.
 MMAP_BYTES = 64 << 20
+# The read cache (``Database.cache``) holds at most this many entries per table, and rows
+# of at most this much text in all; past either it is emptied and refills. A row of more
+# than a sixteenth of the text bound is not kept.
+CACHE_ENTRIES = 16_384
+CACHE_CHARS = 16 << 20
 
 
 class DatabaseError(KbdbError):
     """SQLite refused to open or read the database; the message carries its error and path."""
 
     code = "INDEX_CORRUPT"
+
+
+class ReadCache:
+    """Rows read from the database, kept across read snapshots for as long as the database
+    does not change: each table a dict by key, filled by its reader.
+
+    It belongs to one thread's connection and is checked once per snapshot against
+    SQLite's ``data_version`` (which moves when another connection commits) and this
+    process's count of its own commits; when either moved, it is emptied. So what it serves
+    is exactly what the snapshot would read.
+    """
+
+    def __init__(self) -> None:
+        self.version: tuple[int, int] | None = None
+        self.checked = False  # the version was compared in the current snapshot
+        self.tables: dict[str, dict[Any, Any]] = {}
+        self.chars = 0
+
+    def table(self, name: str) -> dict[Any, Any]:
+        table = self.tables.get(name)
+        if table is None:
+            table = self.tables[name] = {}
+        return table
+
+    def put(self, table: dict[Any, Any], key: Any, value: Any, chars: int = 0) -> None:
+        """Keeps ``value``; ``chars`` is the text it holds, toward ``CACHE_CHARS``."""
+        if chars > CACHE_CHARS // 16:
+            return
+        if len(table) >= CACHE_ENTRIES or self.chars + chars > CACHE_CHARS:
+            self.clear()
+        table[key] = value
+        self.chars += chars
+
+    def clear(self) -> None:
+        for table in self.tables.values():
+            table.clear()
+        self.chars = 0
 
 
 class Database:
@@ -41,6 +84,9 @@ class Database:
         self.path = path
         self._local = threading.local()
         self._upgraded = False
+        # Write transactions this process has ended: its own commits do not move the
+        # ``data_version`` of the connection that made them (``ReadCache``).
+        self._writes = 0
         if create:
             # executescript commits on its own, so the schema goes in as one script.
             self.conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
@@ -86,9 +132,15 @@ class Database:
                     conn.execute(stmt)
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            try:
+                conn.execute("ROLLBACK")
+            finally:
+                self._writes += 1
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        finally:
+            self._writes += 1
         if upgrading:
             self._upgraded = True
 
@@ -100,16 +152,44 @@ class Database:
             yield conn
             return
         conn.execute("BEGIN")
+        local = self._local
+        local.snapshot = True
         try:
             yield conn
         finally:
+            local.snapshot = False
+            cache: ReadCache | None = getattr(local, "cache", None)
+            if cache is not None:
+                cache.checked = False
             conn.execute("COMMIT")
+
+    def cache(self) -> ReadCache | None:
+        """This thread's read cache, checked against the current read snapshot; None
+        outside one (in autocommit, or in a write transaction, whose own changes it must
+        not keep)."""
+        local = self._local
+        if not getattr(local, "snapshot", False):
+            return None
+        cache: ReadCache | None = getattr(local, "cache", None)
+        if cache is None:
+            cache = local.cache = ReadCache()
+        if not cache.checked:
+            # Inside the snapshot, the pragma reads the version the snapshot sees.
+            row = self.conn().execute("PRAGMA data_version").fetchone()
+            version = (int(row[0]), self._writes)
+            if version != cache.version:
+                cache.clear()
+                cache.version = version
+            cache.checked = True
+        return cache
 
     def close(self) -> None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+        # A new connection counts its data_version afresh.
+        self._local.cache = None
 
     def _check_schema(self) -> None:
         try:
