@@ -81,7 +81,7 @@ proptest! {
                     break;
                 }
             }
-        }
+        };
     }
 
     #[test]
