@@ -269,7 +269,7 @@ class LexicalSearcher:
             if not row.type.startswith("image/"):
                 # Cut from the indexed body; from the whole content (code included) when no
                 # term is in the body. A body that is the content needs no fallback.
-                body = body_fields(row.content, row.type, None)[0]
+                body = row.body
                 fallback = None if body is row.content else row.content
                 job = len(jobs)
                 jobs.append((body, fallback, matched_clauses))
@@ -324,6 +324,8 @@ class _Row(NamedTuple):
     created_at: str
     retired_at: str | None
     tags: tuple[str, ...]
+    body: str  # what the snippet is cut from (``fields.body_fields``); ``content`` itself
+    # when the two are the same
 
 
 # One query per page: the section columns hydration shows, and its tags as a JSON array
@@ -359,7 +361,7 @@ def _hydration_rows(
             out[k] = row
     if missing:
         for k, row in _read_rows(conn, missing).items():
-            cache.put(table, k, row, len(row.content))
+            cache.put(table, k, row, len(row.content) + (0 if row.body is row.content else len(row.body)))
             out[k] = row
     return out
 
@@ -370,7 +372,8 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row
         sql = _HYDRATE_SQL.format(marks=",".join("?" * len(chunk)))
         for r in conn.execute(sql, tuple(chunk)):
             tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
-            out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags)
+            body = body_fields(r[4], r[5], None)[0]
+            out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
     return out
 
 
