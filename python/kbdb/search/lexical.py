@@ -361,7 +361,9 @@ def _hydration_rows(
             out[k] = row
     if missing:
         for k, row in _read_rows(conn, missing).items():
-            cache.put(table, k, row, len(row.content) + (0 if row.body is row.content else len(row.body)))
+            cache.put(
+                table, k, row, len(row.content) + (0 if row.body is row.content else len(row.body))
+            )
             out[k] = row
     return out
 
