@@ -53,17 +53,30 @@ impl Analyzer {
                 return self.snippet(fb, terms, width, None);
             }
         }
-        let chars: Vec<char> = if text.is_ascii() {
-            text.bytes().map(char::from).collect() // vectorizes; `chars()` decodes
+        // Only the window's chars are decoded: the rest of the text is counted, not read.
+        let ascii = text.is_ascii();
+        let n = if ascii {
+            text.len()
         } else {
-            text.chars().collect()
+            text.chars().count()
         };
-        let n = chars.len();
+        // `cut` looks up to 30 chars past the window's start for a space, even past its end.
+        let window = |start: usize, end: usize| -> Vec<char> {
+            let to = end.max(start + 30).min(n);
+            if ascii {
+                text.as_bytes()[start..to]
+                    .iter()
+                    .map(|&b| char::from(b))
+                    .collect()
+            } else {
+                text.chars().skip(start).take(to - start).collect()
+            }
+        };
         if n <= width {
-            return cut(&chars, 0, n, &hits);
+            return cut(&window(0, n), 0, n, n, &hits);
         }
         if hits.is_empty() {
-            return cut(&chars, 0, width, &hits);
+            return cut(&window(0, width), 0, width, n, &hits);
         }
         let mut best_start = hits[0].start;
         let mut best_key = (0usize, 0usize);
@@ -89,7 +102,13 @@ impl Analyzer {
         }
         // Centre the cluster a little: start a quarter-window before the first hit.
         let start = best_start.saturating_sub(width / 4).min(n - width);
-        cut(&chars, start, start + width, &hits)
+        cut(
+            &window(start, start + width),
+            start,
+            start + width,
+            n,
+            &hits,
+        )
     }
 
     /// The words of `text` whose term is one of `terms`, in text order (char offsets).
@@ -613,19 +632,24 @@ impl PrefixFilter {
     }
 }
 
-/// Python's `_cut`: `chars[start..end]` moved to spaces (within 30 chars), squashed, with
-/// ellipses where cut; `hits` inside the window become highlight spans.
-fn cut(chars: &[char], start: usize, end: usize, hits: &[Hit]) -> Snippet {
-    let n = chars.len();
-    let mut start = start;
+/// Python's `_cut`: the text's chars `base..end` (of `n`) moved to spaces (within 30
+/// chars), squashed, with ellipses where cut; `hits` inside the window become highlight
+/// spans. `window` holds the text's chars from `base` to `max(end, base + 30)` (or `n`):
+/// the only ones read.
+fn cut(window: &[char], base: usize, end: usize, n: usize, hits: &[Hit]) -> Snippet {
+    let mut start = base;
     let mut end = end.min(n);
+    let at = |i: usize| window[i - base];
     if start > 0 {
-        if let Some(p) = find_space(chars, start, (start + 30).min(n)) {
+        if let Some(p) = (start..(start + 30).min(n)).find(|&i| at(i) == ' ') {
             start = p + 1;
         }
     }
     if end < n {
-        if let Some(p) = rfind_space(chars, start.max(end.saturating_sub(30)), end) {
+        if let Some(p) = (start.max(end.saturating_sub(30))..end)
+            .rev()
+            .find(|&i| at(i) == ' ')
+        {
             end = p;
         }
     }
@@ -636,7 +660,11 @@ fn cut(chars: &[char], start: usize, end: usize, hits: &[Hit]) -> Snippet {
         offset = 1;
     }
     // Squash: words joined by one space; map each source char to its output position.
-    let slice: &[char] = if start < end { &chars[start..end] } else { &[] };
+    let slice: &[char] = if start < end {
+        &window[start - base..end - base]
+    } else {
+        &[]
+    };
     let mut pos = vec![0usize; slice.len() + 1];
     let mut written = offset;
     let mut pending_space = false;
@@ -680,14 +708,6 @@ fn cut(chars: &[char], start: usize, end: usize, hits: &[Hit]) -> Snippet {
         text: out,
         highlights,
     }
-}
-
-fn find_space(chars: &[char], from: usize, to: usize) -> Option<usize> {
-    (from..to).find(|&i| chars[i] == ' ')
-}
-
-fn rfind_space(chars: &[char], from: usize, to: usize) -> Option<usize> {
-    (from..to).rev().find(|&i| chars[i] == ' ')
 }
 
 #[cfg(test)]

@@ -295,3 +295,92 @@ fn runs_and_part_starts_across_blocks() {
     check_runs(&a, &text);
     check_runs(&a, &format!("{}9x", "Q".repeat(63)));
 }
+
+/// The cut as it was before windows: over every char of the text. The reference for `cut`,
+/// which is given only the chars it reads.
+fn cut_whole(chars: &[char], start: usize, end: usize, hits: &[Hit]) -> Snippet {
+    let n = chars.len();
+    let (mut start, mut end) = (start, end.min(n));
+    if start > 0 {
+        if let Some(p) = (start..(start + 30).min(n)).find(|&i| chars[i] == ' ') {
+            start = p + 1;
+        }
+    }
+    if end < n {
+        if let Some(p) = (start.max(end.saturating_sub(30))..end)
+            .rev()
+            .find(|&i| chars[i] == ' ')
+        {
+            end = p;
+        }
+    }
+    let mut out = String::new();
+    if start > 0 {
+        out.push(ELLIPSIS);
+    }
+    let slice: &[char] = if start < end { &chars[start..end] } else { &[] };
+    let mut pos = vec![0usize; slice.len() + 1];
+    let (mut written, mut pending, mut any) = (usize::from(start > 0), false, false);
+    for (k, &c) in slice.iter().enumerate() {
+        if is_py_space(c) {
+            pending = any;
+            pos[k] = written;
+            continue;
+        }
+        if pending {
+            out.push(' ');
+            written += 1;
+            pending = false;
+        }
+        pos[k] = written;
+        out.push(c);
+        written += 1;
+        any = true;
+    }
+    pos[slice.len()] = written;
+    if end < n {
+        out.push(ELLIPSIS);
+    }
+    let mut spans: Vec<(usize, usize)> = hits
+        .iter()
+        .filter(|h| h.start >= start && h.end <= end && h.start < h.end)
+        .map(|h| (pos[h.start - start], pos[h.end - start - 1] + 1))
+        .collect();
+    spans.sort_unstable();
+    let mut highlights: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in spans {
+        match highlights.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => highlights.push((a, b)),
+        }
+    }
+    Snippet {
+        text: out,
+        highlights,
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn a_window_cuts_as_the_whole_text(
+        text in "([a-z]{1,6}|é|数|[ \t\n]|\u{a0}){0,80}",
+        start_frac in 0.0f64..1.0,
+        width in 0usize..60,
+        hit_pairs in proptest::collection::vec((0usize..200, 1usize..8), 0..6),
+    ) {
+        let chars: Vec<char> = text.chars().collect();
+        let n = chars.len();
+        let start = ((n as f64) * start_frac) as usize;
+        let end = (start + width).min(n);
+        let hits: Vec<Hit> = hit_pairs
+            .iter()
+            .filter(|&&(s, _)| s < n)
+            .map(|&(s, len)| Hit { start: s, end: (s + len).min(n), term: 0 })
+            .collect();
+        let to = end.max(start + 30).min(n);
+        let got = cut(&chars[start..to], start, end, n, &hits);
+        proptest::prop_assert_eq!(got, cut_whole(&chars, start, end, &hits));
+    }
+}
