@@ -99,18 +99,33 @@ def test_the_cache_is_emptied_past_its_bounds(monkeypatch: pytest.MonkeyPatch) -
     rows = cache.table("rows")
     links = cache.table("links")
     monkeypatch.setattr(store_db, "CACHE_ENTRIES", 2)
-    cache.put(rows, "a", 1)
-    cache.put(links, "a", 1)
-    cache.put(rows, "b", 2)
-    cache.put(rows, "c", 3)  # rows is full: everything goes, then c is kept
+    cache.put(rows, "a", 1, 1)
+    cache.put(links, "a", 1, 1)
+    cache.put(rows, "b", 2, 1)
+    cache.put(rows, "c", 3, 1)  # rows is full: everything goes, then c is kept
     assert (rows, links) == ({"c": 3}, {})
     monkeypatch.setattr(store_db, "CACHE_ENTRIES", 100)
-    monkeypatch.setattr(store_db, "CACHE_CHARS", 160)
+    monkeypatch.setattr(store_db, "CACHE_BYTES", 160)
     cache.clear()
-    cache.put(rows, "huge", 0, chars=11)  # more than a sixteenth of the bound: not kept
-    assert (rows, cache.chars) == ({}, 0)
+    cache.put(rows, "huge", 0, 11)  # more than a sixteenth of the bound: not kept
+    assert (rows, cache.bytes) == ({}, 0)
     for i in range(16):
-        cache.put(rows, i, i, chars=10)
-    assert (len(rows), cache.chars) == (16, 160)
-    cache.put(rows, 16, 16, chars=10)  # 170 characters: emptied, then this one kept
-    assert (rows, cache.chars) == ({16: 16}, 10)
+        cache.put(rows, i, i, 10)
+    assert (len(rows), cache.bytes) == (16, 160)
+    cache.put(rows, 16, 16, 10)  # 170 bytes: emptied, then this one kept
+    assert (rows, cache.bytes) == ({16: 16}, 10)
+
+
+@pytest.mark.parametrize("text", ["plain ascii " * 50, "café " * 100, "数据库 " * 100, "🎉" * 300])
+def test_text_bytes_bounds_what_a_cached_text_holds_after_a_snippet(text: str) -> None:
+    # The engine reads a str as UTF-8, which CPython keeps attached to a non-ASCII str for
+    # its lifetime: the cache's estimate must cover that copy too.
+    estimate = store_db.text_bytes(text)
+    kbdb_core_analyzer().snippets([(text, None, [0])], [["x"]], width=50)
+    assert sys.getsizeof(text) <= estimate
+
+
+def kbdb_core_analyzer() -> object:
+    from kbdb import _core
+
+    return _core.Analyzer()

@@ -30,6 +30,7 @@ from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
 from kbdb.store import queries as q
+from kbdb.store.db import text_bytes
 from kbdb.types import SearchItem, SearchResult, build
 
 # Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
@@ -361,9 +362,7 @@ def _hydration_rows(
             out[k] = row
     if missing:
         for k, row in _read_rows(conn, missing).items():
-            cache.put(
-                table, k, row, len(row.content) + (0 if row.body is row.content else len(row.body))
-            )
+            cache.put(table, k, row, _row_bytes(row))
             out[k] = row
     return out
 
@@ -380,6 +379,16 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row
 
 
 _NO_LINKS: list[tuple[str, bool]] = []
+# What one cached link (a docid and a flag in a tuple, in a list) holds, from above.
+_LINK_BYTES = 256
+# What a cached row holds besides its content and body (its other columns, the tuple).
+_ROW_BYTES = 1024
+
+
+def _row_bytes(row: _Row) -> int:
+    size = _ROW_BYTES + text_bytes(row.content) + text_bytes(row.heading)
+    size += text_bytes(row.title) + sum(text_bytes(t) for t in row.tags)
+    return size + (0 if row.body is row.content else text_bytes(row.body))
 
 
 def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
@@ -401,7 +410,7 @@ def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Link
         found = _read_links(conn, missing)
         for k in missing:
             pairs = found.get(k, _NO_LINKS)
-            cache.put(table, k, pairs)
+            cache.put(table, k, pairs, _LINK_BYTES * (1 + len(pairs)))
             if pairs:
                 out[k] = pairs
     return out

@@ -7,6 +7,7 @@ Durability (SPEC §13): WAL with ``synchronous=FULL``, so a learn that returned 
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,11 +28,12 @@ BUSY_TIMEOUT_MS = 30_000
 # thousands of sections is mapped whole, and a large one adds at most this much to the
 # RSS of a long-running server or a bulk learn.
 MMAP_BYTES = 64 << 20
-# The read cache (``Database.cache``) holds at most this many entries per table, and rows
-# of at most this much text in all; past either it is emptied and refills. A row of more
-# than a sixteenth of the text bound is not kept.
+# The read cache (``Database.cache``) of each thread that searches holds at most this
+# many entries per table, and values of at most this many bytes in all (as ``text_bytes``
+# and its callers estimate them, from above); past either it is emptied and refills. A
+# value of more than a sixteenth of the byte bound is not kept.
 CACHE_ENTRIES = 16_384
-CACHE_CHARS = 16 << 20
+CACHE_BYTES = 16 << 20
 
 
 class DatabaseError(KbdbError):
@@ -40,21 +42,30 @@ class DatabaseError(KbdbError):
     code = "INDEX_CORRUPT"
 
 
+def text_bytes(s: str | None) -> int:
+    """An upper bound on the memory ``s`` holds while cached: its own size, plus, unless it
+    is ASCII, the UTF-8 copy that CPython attaches to it once the engine reads it (at most
+    4 bytes a character, and a NUL)."""
+    if s is None:
+        return 0
+    return sys.getsizeof(s) + (0 if s.isascii() else 4 * len(s) + 1)
+
+
 class ReadCache:
     """Rows read from the database, kept across read snapshots for as long as the database
     does not change: each table a dict by key, filled by its reader.
 
     It belongs to one thread's connection and is checked once per snapshot against
-    SQLite's ``data_version`` (which moves when another connection commits) and this
-    process's count of its own commits; when either moved, it is emptied. So what it serves
-    is exactly what the snapshot would read.
+    SQLite's ``data_version`` (which moves when another connection commits) and the count
+    of this connection's own write transactions (which do not move it); when either moved,
+    it is emptied. So what it serves is exactly what the snapshot would read.
     """
 
     def __init__(self) -> None:
         self.version: tuple[int, int] | None = None
         self.checked = False  # the version was compared in the current snapshot
         self.tables: dict[str, dict[Any, Any]] = {}
-        self.chars = 0
+        self.bytes = 0
 
     def table(self, name: str) -> dict[Any, Any]:
         table = self.tables.get(name)
@@ -62,31 +73,32 @@ class ReadCache:
             table = self.tables[name] = {}
         return table
 
-    def put(self, table: dict[Any, Any], key: Any, value: Any, chars: int = 0) -> None:
-        """Keeps ``value``; ``chars`` is the text it holds, toward ``CACHE_CHARS``."""
-        if chars > CACHE_CHARS // 16:
+    def put(self, table: dict[Any, Any], key: Any, value: Any, size: int) -> None:
+        """Keeps ``value``, which holds at most ``size`` bytes (toward ``CACHE_BYTES``)."""
+        if size > CACHE_BYTES // 16:
             return
-        if len(table) >= CACHE_ENTRIES or self.chars + chars > CACHE_CHARS:
+        if len(table) >= CACHE_ENTRIES or self.bytes + size > CACHE_BYTES:
             self.clear()
         table[key] = value
-        self.chars += chars
+        self.bytes += size
 
     def clear(self) -> None:
         for table in self.tables.values():
             table.clear()
-        self.chars = 0
+        self.bytes = 0
 
 
 class Database:
-    """Per-thread connections to one ``kb.sqlite``."""
+    """Per-thread connections to one ``kb.sqlite``.
+
+    Every change to the database goes through ``write()``: the read cache (``cache()``)
+    relies on it, since a connection's own commits do not move its ``data_version``.
+    """
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
         self._local = threading.local()
         self._upgraded = False
-        # Write transactions this process has ended: its own commits do not move the
-        # ``data_version`` of the connection that made them (``ReadCache``).
-        self._writes = 0
         if create:
             # executescript commits on its own, so the schema goes in as one script.
             self.conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
@@ -135,12 +147,12 @@ class Database:
             try:
                 conn.execute("ROLLBACK")
             finally:
-                self._writes += 1
+                self._wrote()
             raise
         try:
             conn.execute("COMMIT")
         finally:
-            self._writes += 1
+            self._wrote()
         if upgrading:
             self._upgraded = True
 
@@ -163,6 +175,12 @@ class Database:
                 cache.checked = False
             conn.execute("COMMIT")
 
+    def _wrote(self) -> None:
+        """Counts a write transaction of this thread's connection, whose commits do not move
+        its own ``data_version`` (``ReadCache``)."""
+        local = self._local
+        local.writes = getattr(local, "writes", 0) + 1
+
     def cache(self) -> ReadCache | None:
         """This thread's read cache, checked against the current read snapshot; None
         outside one (in autocommit, or in a write transaction, whose own changes it must
@@ -176,7 +194,7 @@ class Database:
         if not cache.checked:
             # Inside the snapshot, the pragma reads the version the snapshot sees.
             row = self.conn().execute("PRAGMA data_version").fetchone()
-            version = (int(row[0]), self._writes)
+            version = (int(row[0]), getattr(local, "writes", 0))
             if version != cache.version:
                 cache.clear()
                 cache.version = version
