@@ -161,9 +161,13 @@ pub struct Block<'c> {
 }
 
 impl Block<'_> {
-    /// Frequencies of `docs[j]`.
+    /// Frequencies of `docs[j]` (zeros past the block's docs: a pooled buffer holds an
+    /// earlier list's frequencies there).
     #[inline]
     pub fn tfs(&self, j: usize) -> [u32; FIELD_COUNT] {
+        if j >= self.docs.len() {
+            return [0; FIELD_COUNT];
+        }
         std::array::from_fn(|f| self.tfs[f].get(self.at + j).copied().unwrap_or(0))
     }
 
@@ -656,6 +660,9 @@ mod tests {
             assert_eq!(read_all(&mut c).len(), 300);
             drop(c);
             let mut c = PostingsCursor::new(&sa, &sb, 3, 5000).unwrap();
+            let block = c.block().unwrap();
+            assert_eq!(block.docs.len(), 3);
+            assert_eq!(block.tfs(3), [0; FIELD_COUNT]); // past the docs: not the long list's
             assert_eq!(read_all(&mut c), fresh);
             let mut c = PostingsCursor::starting_at(&sa, &sb, 3, 5000, 4).unwrap();
             assert_eq!(c.doc(), 4);
