@@ -199,6 +199,26 @@ class Index:
         sections until a merge drops them, as Lucene does. ``limit`` < 0, ``k1`` < 0, a
         ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
         ``InvalidArgumentError``."""
+    def search_tiers(
+        self,
+        clauses: Sequence[_Clause],
+        *,
+        relaxed_below: int,
+        phrases: Sequence[_Phrase] = (),
+        limit: int = 10,
+        allow: Sequence[str] | None = None,
+        k1: float = 1.2,
+        b: tuple[float, float, float] = (0.75, 0.75, 0.75),
+        weights: tuple[float, float, float] = (2.0, 1.0, 1.0),
+        explain: bool = False,
+    ) -> tuple[Hits, Hits | None]:
+        """``(strict, relaxed)``: exactly ``search(..., require_all=True)`` with the
+        phrases, and ``search(..., require_all=False)`` without them when the strict hits
+        are fewer than ``relaxed_below`` (else ``None``), in one call. When the strict hits
+        cannot reach ``relaxed_below`` (the rarest required clause is in fewer docs), every
+        segment is searched term at a time and the query has no phrases and no
+        ``explain``, both come from one evaluation of each segment, and the relaxed one is
+        returned whatever the strict count. Releases the GIL."""
 
 _Float32 = Buffer | NDArray[np.float32]
 """float32 data in native byte order: ``bytes`` (``array.tobytes()``, borrowed without a

@@ -121,6 +121,57 @@ proptest! {
     }
 }
 
+/// `search_tiers` returns what two searches return: `q` strict (with its phrases) and, when
+/// that has fewer hits than asked or came from the one dense pass, `q` relaxed without
+/// them; whichever path it takes (one dense pass; or two searches when the strict hits may
+/// reach the threshold, or the query has phrases, `explain`, no required clause or more
+/// than 64 clauses).
+fn assert_tiers(index: &Index, q: &Query, rng: &mut Rng) {
+    let mut strict_q = q.clone();
+    strict_q.require_all = true;
+    if rng.below(5) == 0 {
+        strict_q.phrases = vec![vec![
+            (WORDS[rng.below(WORDS.len())].to_string(), 0),
+            (WORDS[rng.below(WORDS.len())].to_string(), 1),
+        ]];
+    }
+    let relaxed_q = Query {
+        require_all: false,
+        phrases: Vec::new(),
+        ..strict_q.clone()
+    };
+    let below = [0, 1, 3, 10, 50, 1000][rng.below(6)];
+    let (strict, relaxed) = index.search_tiers(&strict_q, below).unwrap();
+    assert_same(&strict, &index.search(&strict_q).unwrap(), &strict_q);
+    match relaxed {
+        Some(relaxed) => assert_same(&relaxed, &index.search(&relaxed_q).unwrap(), &relaxed_q),
+        None => assert!(strict.kbids.len() >= below, "{q:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn tiers_equal_two_searches(
+        seed in 1u64..u64::MAX,
+        n_docs in 1usize..700,
+        segments in 1usize..4,
+        delete_pct in prop::sample::select(vec![0usize, 0, 10, 50]),
+    ) {
+        let mut rng = Rng(seed);
+        let docs = random_docs(&mut rng, 0, n_docs);
+        let dir = tempfile::tempdir().unwrap();
+        build(dir.path(), &docs, segments, delete_pct, &mut rng);
+        let index = Index::open(dir.path(), false).unwrap();
+        let kbids: Vec<Kbid> = docs.iter().map(|d| d.kbid).collect();
+        for _ in 0..25 {
+            let q = random_query(&mut rng, &kbids);
+            assert_tiers(&index, &q, &mut rng);
+        }
+    }
+}
+
 /// Many docs with the same score: the pruned top-k must break ties by kbid exactly as the
 /// exhaustive one does, although the threshold equals the candidates' scores.
 #[test]

@@ -187,15 +187,24 @@ class LexicalSearcher:
         if parsed.empty or (allow is not None and not allow):
             return Ranking([], 0, False)
         params = {"limit": want, "allow": allow, "explain": explain, **self.bm25f_params()}
-        strict = self.index.search(
-            parsed.clauses, phrases=parsed.phrases, require_all=True, **params
-        )
+        required = sum(1 for _, req in parsed.clauses if req)
+        loose: _core.Hits | None = None
+        if required > 1 or parsed.phrases:
+            # The relaxed ranking may be needed: the engine returns it with the strict one
+            # when it costs nothing more (one evaluation of small segments) or is needed.
+            strict, loose = self.index.search_tiers(
+                parsed.clauses, relaxed_below=page_end, phrases=parsed.phrases, **params
+            )
+        else:
+            strict = self.index.search(
+                parsed.clauses, phrases=parsed.phrases, require_all=True, **params
+            )
         hits = _hits(strict, relaxed=False, bound=sum(strict.clause_bounds))
         total = strict.total
         all_relaxed = False
-        required = sum(1 for _, req in parsed.clauses if req)
         if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
-            loose = self.index.search(parsed.clauses, require_all=False, **params)
+            if loose is None:
+                loose = self.index.search(parsed.clauses, require_all=False, **params)
             seen = {h.kbid for h in hits}
             extra = [
                 h

@@ -22,6 +22,7 @@ use std::cell::RefCell;
 
 use super::postings::TERMINATED;
 use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
+use super::topk::Scored;
 use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Segments with at most this many docs are searched term at a time by
@@ -62,6 +63,16 @@ struct Buffers {
 
 thread_local! {
     static BUFFERS: RefCell<Buffers> = RefCell::default();
+}
+
+/// A doc's per-clause field masks (bit `f` of byte `c`: clause `c` matched in field `f`).
+#[inline]
+fn fill_masks(doc_masks: &mut [u8], cell: &Cell) {
+    for (c, mask) in doc_masks.iter_mut().enumerate() {
+        *mask = (0..FIELD_COUNT)
+            .map(|f| (((cell.fields[f] >> c) & 1) as u8) << f)
+            .fold(0, |a, b| a | b);
+    }
 }
 
 impl SegmentSearch<'_, '_> {
@@ -156,13 +167,29 @@ impl SegmentSearch<'_, '_> {
                     continue;
                 }
                 self.total += 1;
+                let mut masked = false;
                 if self.top.would_accept(cell.score) {
-                    for (c, mask) in self.doc_masks.iter_mut().enumerate() {
-                        *mask = (0..FIELD_COUNT)
-                            .map(|f| (((cell.fields[f] >> c) & 1) as u8) << f)
-                            .fold(0, |a, b| a | b);
-                    }
+                    fill_masks(&mut self.doc_masks, &cell);
+                    masked = true;
                     self.offer(d, cell.score)?;
+                }
+                if let Some(tier) = self.strict.as_mut() {
+                    let matched = cell.fields.iter().fold(0, |a, &m| a | m);
+                    if matched & tier.required == tier.required {
+                        tier.total += 1;
+                        if tier.top.would_accept(cell.score) {
+                            if !masked {
+                                fill_masks(&mut self.doc_masks, &cell);
+                            }
+                            let kbid = self.seg.reader.kbid(d)?;
+                            let slot = (tier.masks.len() / self.doc_masks.len().max(1)) as u32;
+                            tier.masks.extend_from_slice(&self.doc_masks);
+                            tier.top.push(Scored {
+                                score: cell.score,
+                                key: (kbid, self.seg.index, d, slot),
+                            });
+                        }
+                    }
                 }
             }
         }

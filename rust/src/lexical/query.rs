@@ -272,6 +272,51 @@ pub fn search_segment(
     }
 }
 
+/// A relaxed query's evaluation of one segment, term at a time, that also ranks the docs
+/// in which every required clause matched into `strict` (the query has no phrases): the two
+/// results `search_segment` gives for the query relaxed and strict, from one pass. The
+/// caller checks `dense::fits` and the segment's size.
+pub fn search_segment_tiers(
+    p: &Prepared,
+    seg: &SegmentView<'_>,
+    top: TopK<HitKey>,
+    strict: TopK<HitKey>,
+) -> Result<(SegmentHits, SegmentHits)> {
+    let required = p
+        .clauses
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, req))| *req)
+        .fold(0u64, |m, (c, _)| m | 1 << c);
+    let run = SegmentSearch::new(p, seg, top).and_then(|mut s| {
+        s.strict = Some(StrictTier {
+            top: strict,
+            total: 0,
+            masks: Vec::new(),
+            required,
+        });
+        s.run_dense()?;
+        let tier = s.strict.take().ok_or(Malformed("strict tier"))?;
+        Ok((
+            SegmentHits {
+                top: s.top,
+                total: s.total,
+                masks: s.masks,
+            },
+            SegmentHits {
+                top: tier.top,
+                total: tier.total,
+                masks: tier.masks,
+            },
+        ))
+    });
+    match run {
+        Ok(r) => Ok(r),
+        Err(SearchError::Malformed(m)) => Err(seg.reader.corrupt(m)),
+        Err(SearchError::Other(e)) => Err(e),
+    }
+}
+
 pub(super) enum SearchError {
     Malformed(Malformed),
     Other(Error),
@@ -302,6 +347,17 @@ pub(super) struct SegmentSearch<'a, 's> {
     pub masks: Vec<u8>,
     /// The clause masks of the doc being offered.
     pub doc_masks: Vec<u8>,
+    /// The strict ranking, filled by the same relaxed evaluation ([`search_segment_tiers`]).
+    pub strict: Option<StrictTier>,
+}
+
+/// The strict hits of a relaxed evaluation: docs in which every required clause matched.
+pub(super) struct StrictTier {
+    pub top: TopK<HitKey>,
+    pub total: u64,
+    pub masks: Vec<u8>,
+    /// Bit `c` for each required clause `c` (64 clauses at most: `dense::fits`).
+    pub required: u64,
 }
 
 impl<'a, 's> SegmentSearch<'a, 's> {
@@ -321,6 +377,7 @@ impl<'a, 's> SegmentSearch<'a, 's> {
             total: 0,
             masks: Vec::new(),
             doc_masks: vec![0; p.clauses.len()],
+            strict: None,
         })
     }
 

@@ -7,11 +7,14 @@
 use rayon::prelude::*;
 
 use super::bm25f::FieldNorms;
+use super::dense;
+use super::index::Snapshot;
 use super::query::{
-    explain_hits, search_segment, Evaluation, HitKey, Part, Prepared, Query, SegmentView,
+    explain_hits, search_segment, search_segment_tiers, Evaluation, HitKey, Part, Prepared, Query,
+    SegmentHits, SegmentView,
 };
 use super::termdict::TermInfo;
-use super::topk::TopK;
+use super::topk::{Scored, TopK};
 use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_NAMES};
 use crate::error::Result;
 
@@ -62,8 +65,72 @@ impl Index {
         self.run_search(q, eval)
     }
 
-    fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
+    /// The strict ranking of `q` (a strict query: `require_all`), as [`search`] gives it,
+    /// and, when it has fewer than `relaxed_below` hits, the relaxed one: [`search`] of `q`
+    /// with `require_all` false and no phrases. When the strict hits cannot reach
+    /// `relaxed_below` (fewer docs hold the rarest required clause) on a snapshot whose
+    /// segments are all searched term at a time, and the query has no phrases or
+    /// `explain`, both come from one evaluation of each segment (and the relaxed one is
+    /// then always returned); otherwise from a strict search, then a relaxed one if needed.
+    ///
+    /// [`search`]: Index::search
+    pub fn search_tiers(&self, q: &Query, relaxed_below: usize) -> Result<(Hits, Option<Hits>)> {
         let snap = self.snapshot();
+        let one_pass = q.require_all
+            && q.phrases.is_empty()
+            && !q.explain
+            && q.clauses.iter().any(|c| c.required)
+            && dense::fits(q.clauses.len())
+            && snap.stats.docs < PARALLEL_MIN_DOCS
+            && snap
+                .segments
+                .iter()
+                .all(|s| s.reader.doc_count() <= dense::DENSE_MAX_DOCS);
+        if one_pass {
+            let (relaxed, strict) = self.run(&snap, q, Evaluation::Dense, Some(relaxed_below))?;
+            if let Some(strict) = strict {
+                return Ok((strict, Some(relaxed)));
+            }
+            // The strict hits might reach `relaxed_below`: `relaxed` is the strict search.
+            if relaxed.kbids.len() >= relaxed_below {
+                return Ok((relaxed, None));
+            }
+            let loose = Query {
+                require_all: false,
+                ..q.clone()
+            };
+            return Ok((
+                relaxed,
+                Some(self.run(&snap, &loose, Evaluation::Auto, None)?.0),
+            ));
+        }
+        let strict = self.run(&snap, q, Evaluation::Auto, None)?.0;
+        if strict.kbids.len() >= relaxed_below {
+            return Ok((strict, None));
+        }
+        let loose = Query {
+            require_all: false,
+            phrases: Vec::new(),
+            ..q.clone()
+        };
+        let relaxed = self.run(&snap, &loose, Evaluation::Auto, None)?.0;
+        Ok((strict, Some(relaxed)))
+    }
+
+    fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
+        Ok(self.run(&self.snapshot(), q, eval, None)?.0)
+    }
+
+    /// `q`'s hits. With `tiers` (see [`Index::search_tiers`]) and a strict `q` whose
+    /// rarest required clause is in fewer than `tiers` docs, `q` is evaluated relaxed,
+    /// term at a time, and its strict hits come second; otherwise as it is.
+    fn run(
+        &self,
+        snap: &Snapshot,
+        q: &Query,
+        eval: Evaluation,
+        tiers: Option<usize>,
+    ) -> Result<(Hits, Option<Hits>)> {
         let mut p = Prepared::new(q, FieldNorms::new(&q.params, &snap.stats))?;
         let factors = snap.cache.doc_factors(&snap.segments, &p.norms);
         let mut infos: Vec<Vec<Option<TermInfo>>> =
@@ -76,7 +143,25 @@ impl Index {
             p.df[t] = entry.df;
             p.idf[t] = snap.stats.idf(entry.df);
         }
-        let one = |i: usize, s: &LoadedSegment, top: TopK<HitKey>| {
+        // Strict hits are docs that hold every required clause: no more than the docs of
+        // the rarest one (the sum of its alternatives' df, tombstoned docs included).
+        let tiers = tiers.is_some_and(|below| {
+            let rarest = p
+                .clauses
+                .iter()
+                .filter(|(_, required)| *required)
+                .map(|(alts, _)| alts.iter().map(|&(t, _)| p.df[t]).sum::<u64>())
+                .min();
+            rarest.is_some_and(|n| n < below as u64)
+        });
+        if tiers {
+            p.strict = false;
+        }
+        let one = |i: usize,
+                   s: &LoadedSegment,
+                   top: TopK<HitKey>,
+                   strict: Option<TopK<HitKey>>|
+         -> Result<(SegmentHits, Option<SegmentHits>)> {
             let allowed = match &q.allow {
                 None => None,
                 Some(kbids) => {
@@ -97,19 +182,24 @@ impl Index {
                 infos: &infos[i],
                 factors: &factors[i],
             };
-            search_segment(&p, &view, top, eval)
+            if let Some(strict) = strict {
+                let (relaxed, strict) = search_segment_tiers(&p, &view, top, strict)?;
+                return Ok((relaxed, Some(strict)));
+            }
+            Ok((search_segment(&p, &view, top, eval)?, None))
         };
         let mut hits = Hits {
             clause_bounds: p.clause_bounds(),
             ..Hits::default()
         };
         let mut masks = Vec::with_capacity(snap.segments.len());
-        let top = if snap.segments.len() > 1 && snap.stats.docs >= PARALLEL_MIN_DOCS {
+        let mut strict_tier = tiers.then(|| (TopK::new(q.limit), 0u64, Vec::new()));
+        let top = if !tiers && snap.segments.len() > 1 && snap.stats.docs >= PARALLEL_MIN_DOCS {
             let results = snap
                 .segments
                 .par_iter()
                 .enumerate()
-                .map(|(i, s)| one(i, s, TopK::new(q.limit)))
+                .map(|(i, s)| one(i, s, TopK::new(q.limit), None).map(|r| r.0))
                 .collect::<Result<Vec<_>>>()?;
             let mut top: TopK<HitKey> = TopK::new(q.limit);
             for r in results {
@@ -126,25 +216,34 @@ impl Index {
             masks.resize_with(snap.segments.len(), Vec::new);
             let mut top: TopK<HitKey> = TopK::new(q.limit);
             for i in order {
-                let r = one(i, &snap.segments[i], top)?;
+                let strict = strict_tier
+                    .as_mut()
+                    .map(|t| std::mem::replace(&mut t.0, TopK::new(0)));
+                let (r, strict) = one(i, &snap.segments[i], top, strict)?;
                 top = r.top;
                 hits.total += r.total;
                 masks[i] = r.masks;
+                if let (Some(tier), Some(s)) = (strict_tier.as_mut(), strict) {
+                    tier.0 = s.top;
+                    tier.1 += s.total;
+                    tier.2.resize_with(snap.segments.len(), Vec::new);
+                    tier.2[i] = s.masks;
+                }
             }
             top
         };
         let ranked = top.into_sorted();
         let n_clauses = p.clauses.len();
-        for item in &ranked {
-            let (kbid, seg, _, slot) = item.key;
-            let at = slot as usize * n_clauses;
-            let mask = masks[seg as usize]
-                .get(at..at + n_clauses)
-                .unwrap_or_default();
-            hits.kbids.push(format_kbid(&kbid));
-            hits.scores.push(item.score);
-            hits.matched.push(mask.to_vec());
-        }
+        fill_ranked(&mut hits, &ranked, &masks, n_clauses);
+        let strict = strict_tier.map(|(top, total, masks)| {
+            let mut strict = Hits {
+                clause_bounds: hits.clause_bounds.clone(),
+                total,
+                ..Hits::default()
+            };
+            fill_ranked(&mut strict, &top.into_sorted(), &masks, n_clauses);
+            strict
+        });
         let mut explain = Vec::new();
         if q.explain {
             // Per segment in ordinal order, so each term's cursor only moves forward.
@@ -182,6 +281,22 @@ impl Index {
                 .collect();
         }
         hits.explain = q.explain.then_some(explain);
-        Ok(hits)
+        Ok((hits, strict))
+    }
+}
+
+/// The ranked hits' kbids, scores and clause masks (`masks`: per segment, `n_clauses`
+/// bytes per heap slot), appended to `hits`.
+fn fill_ranked(hits: &mut Hits, ranked: &[Scored<HitKey>], masks: &[Vec<u8>], n_clauses: usize) {
+    for item in ranked {
+        let (kbid, seg, _, slot) = item.key;
+        let at = slot as usize * n_clauses;
+        let mask = masks
+            .get(seg as usize)
+            .and_then(|m| m.get(at..at + n_clauses))
+            .unwrap_or_default();
+        hits.kbids.push(format_kbid(&kbid));
+        hits.scores.push(item.score);
+        hits.matched.push(mask.to_vec());
     }
 }

@@ -136,30 +136,54 @@ impl PyIndex {
         explain: bool,
     ) -> PyResult<PyHits> {
         let hits = py.detach(|| {
-            let limit = usize::try_from(limit)
-                .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
-            let q = Query {
-                clauses: clauses
-                    .into_iter()
-                    .map(|(alternatives, required)| Clause {
-                        alternatives,
-                        required,
-                    })
-                    .collect(),
+            let q = to_query(
+                clauses,
                 phrases,
                 require_all,
                 limit,
-                allow: allow.as_deref().map(to_kbids).transpose()?,
-                params: Bm25fParams {
-                    k1,
-                    b: [b.0, b.1, b.2],
-                    weights: [weights.0, weights.1, weights.2],
-                },
+                allow,
+                k1,
+                b,
+                weights,
                 explain,
-            };
+            )?;
             self.inner.search(&q)
         })?;
         Ok(PyHits { hits })
+    }
+
+    /// `(strict, relaxed)`: `search` with `require_all=True` and the phrases, and, when
+    /// that has fewer than `relaxed_below` hits (or came from one evaluation with it),
+    /// with `require_all=False` and no phrases; else `None`.
+    #[pyo3(signature = (
+        clauses, *, relaxed_below, phrases = Vec::new(), limit = 10, allow = None,
+        k1 = 1.2, b = (0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0), explain = false
+    ))]
+    #[pyo3(
+        text_signature = "(self, clauses, *, relaxed_below, phrases=(), limit=10, allow=None, \
+        k1=1.2, b=(0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0), explain=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn search_tiers(
+        &self,
+        py: Python<'_>,
+        clauses: Vec<(Vec<(String, f32)>, bool)>,
+        relaxed_below: usize,
+        phrases: Vec<Vec<(String, i64)>>,
+        limit: i64,
+        allow: Option<Vec<String>>,
+        k1: f32,
+        b: (f32, f32, f32),
+        weights: (f32, f32, f32),
+        explain: bool,
+    ) -> PyResult<(PyHits, Option<PyHits>)> {
+        let (strict, relaxed) = py.detach(|| {
+            let q = to_query(
+                clauses, phrases, true, limit, allow, k1, b, weights, explain,
+            )?;
+            self.inner.search_tiers(&q, relaxed_below)
+        })?;
+        Ok((PyHits { hits: strict }, relaxed.map(|hits| PyHits { hits })))
     }
 
     fn __repr__(&self) -> String {
@@ -233,4 +257,40 @@ impl PyHits {
             self.hits.total
         )
     }
+}
+
+/// The engine query of `Index.search`'s arguments.
+#[allow(clippy::too_many_arguments)]
+fn to_query(
+    clauses: Vec<(Vec<(String, f32)>, bool)>,
+    phrases: Vec<Vec<(String, i64)>>,
+    require_all: bool,
+    limit: i64,
+    allow: Option<Vec<String>>,
+    k1: f32,
+    b: (f32, f32, f32),
+    weights: (f32, f32, f32),
+    explain: bool,
+) -> Result<Query> {
+    let limit = usize::try_from(limit)
+        .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
+    Ok(Query {
+        clauses: clauses
+            .into_iter()
+            .map(|(alternatives, required)| Clause {
+                alternatives,
+                required,
+            })
+            .collect(),
+        phrases,
+        require_all,
+        limit,
+        allow: allow.as_deref().map(to_kbids).transpose()?,
+        params: Bm25fParams {
+            k1,
+            b: [b.0, b.1, b.2],
+            weights: [weights.0, weights.1, weights.2],
+        },
+        explain,
+    })
 }
