@@ -86,27 +86,19 @@ impl Index {
                 .segments
                 .iter()
                 .all(|s| s.reader.doc_count() <= dense::DENSE_MAX_DOCS);
-        if one_pass {
-            let (relaxed, strict) = self.run(&snap, q, Evaluation::Dense, Some(relaxed_below))?;
-            if let Some(strict) = strict {
-                return Ok((strict, Some(relaxed)));
-            }
-            // The strict hits might reach `relaxed_below`: `relaxed` is the strict search.
-            if relaxed.kbids.len() >= relaxed_below {
-                return Ok((relaxed, None));
-            }
-            let loose = Query {
-                require_all: false,
-                ..q.clone()
-            };
-            return Ok((
-                relaxed,
-                Some(self.run(&snap, &loose, Evaluation::Auto, None)?.0),
-            ));
+        let (first, strict) = self.run(
+            &snap,
+            q,
+            Evaluation::Auto,
+            one_pass.then_some(relaxed_below),
+        )?;
+        if let Some(strict) = strict {
+            // One evaluation gave both: `first` is the relaxed ranking.
+            return Ok((strict, Some(first)));
         }
-        let strict = self.run(&snap, q, Evaluation::Auto, None)?.0;
-        if strict.kbids.len() >= relaxed_below {
-            return Ok((strict, None));
+        // `first` is the strict ranking.
+        if first.kbids.len() >= relaxed_below {
+            return Ok((first, None));
         }
         let loose = Query {
             require_all: false,
@@ -114,7 +106,7 @@ impl Index {
             ..q.clone()
         };
         let relaxed = self.run(&snap, &loose, Evaluation::Auto, None)?.0;
-        Ok((strict, Some(relaxed)))
+        Ok((first, Some(relaxed)))
     }
 
     fn run_search(&self, q: &Query, eval: Evaluation) -> Result<Hits> {
