@@ -265,11 +265,7 @@ pub fn search_segment(
             masks: s.masks,
         })
     });
-    match run {
-        Ok(r) => Ok(r),
-        Err(SearchError::Malformed(m)) => Err(seg.reader.corrupt(m)),
-        Err(SearchError::Other(e)) => Err(e),
-    }
+    seg.finish(run)
 }
 
 /// A relaxed query's evaluation of one segment, term at a time, that also ranks the docs
@@ -310,10 +306,18 @@ pub fn search_segment_tiers(
             },
         ))
     });
-    match run {
-        Ok(r) => Ok(r),
-        Err(SearchError::Malformed(m)) => Err(seg.reader.corrupt(m)),
-        Err(SearchError::Other(e)) => Err(e),
+    seg.finish(run)
+}
+
+impl SegmentView<'_> {
+    /// An evaluation's outcome as the search's: a malformed block is this segment's file
+    /// corrupt.
+    fn finish<T>(&self, run: Step<T>) -> Result<T> {
+        match run {
+            Ok(r) => Ok(r),
+            Err(SearchError::Malformed(m)) => Err(self.reader.corrupt(m)),
+            Err(SearchError::Other(e)) => Err(e),
+        }
     }
 }
 
