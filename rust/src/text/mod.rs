@@ -37,6 +37,16 @@ pub use stopwords::{is_stop_word, STOP_WORDS};
 /// still take a position. Keeps base64 blobs and minified code out of the dictionary.
 pub const MAX_TOKEN_BYTES: usize = 64;
 
+/// `bytes` in blocks of 64, the last one padded with NUL bytes: the unit of the byte-class
+/// bitmaps (`segment::ByteMasks`, the snippet scan's `RunMasks`), bit `j` for byte `j`.
+pub(crate) fn blocks64(bytes: &[u8]) -> impl Iterator<Item = [u8; 64]> + '_ {
+    bytes.chunks(64).map(|block| {
+        let mut padded = [0u8; 64];
+        padded[..block.len()].copy_from_slice(block);
+        padded
+    })
+}
+
 /// One token a query produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryToken {

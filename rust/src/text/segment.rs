@@ -101,16 +101,9 @@ impl ByteMasks {
             non_ascii: Vec::with_capacity(words),
             len: b.len(),
         };
-        for block in b.chunks(64) {
-            let mut padded = [0u8; 64]; // NUL: neither whitespace nor non-ASCII
-            let block: &[u8; 64] = match block.try_into() {
-                Ok(full) => full,
-                Err(_) => {
-                    padded[..block.len()].copy_from_slice(block);
-                    &padded
-                }
-            };
-            let (space, non_ascii) = block_masks(block);
+        // The padding, NUL, is neither whitespace nor non-ASCII.
+        for block in super::blocks64(b) {
+            let (space, non_ascii) = block_masks(&block);
             masks.space.push(space);
             masks.non_ascii.push(non_ascii);
         }

@@ -354,15 +354,8 @@ impl RunMasks {
         let mut breaks = Vec::with_capacity(words);
         // The byte before the chunk counts as a separator: its first letter starts a part.
         let (mut sep_before, mut digit_before) = (1u64, 0u64);
-        for block in chunk.chunks(64) {
-            let mut padded = [0u8; 64]; // NUL is a break
-            let block: &[u8; 64] = match block.try_into() {
-                Ok(full) => full,
-                Err(_) => {
-                    padded[..block.len()].copy_from_slice(block);
-                    &padded
-                }
-            };
+        for block in super::blocks64(chunk) {
+            let block = &block; // the padding, NUL, is a break
             let Classes {
                 alnum,
                 upper,
