@@ -1,6 +1,6 @@
-//! Snippets of the relaxed top 10 of each of the 300 SciFact test queries, `ROUNDS` times
-//! (default 5), printing each round's snippets/s: the snippet side of `kb.search` without
-//! Python or SQLite, for profiling (`valgrind --tool=callgrind`; compare 1 and 2 rounds for
+//! Snippet texts (as a search page makes them: no highlight spans) of the relaxed top 10 of
+//! each of the 300 SciFact test queries, `ROUNDS` times (default 5), printing each round's
+//! snippets/s: the snippet side of `kb.search` without Python or SQLite, for profiling (`valgrind --tool=callgrind`; compare 1 and 2 rounds for
 //! the per-round cost). Each hit's snippet looks for the alternatives of the clauses it
 //! matched, as hydration does. `KBDB_TEXTS=ascii` (or `other`) keeps only the all-ASCII
 //! texts (or only the others).
@@ -55,7 +55,7 @@ fn main() {
     for r in 0..rounds {
         let t0 = Instant::now();
         for (body, terms) in &jobs {
-            black_box(analyzer.snippet(body, terms, 200, None));
+            black_box(analyzer.snippet_text(body, terms, 200, None));
         }
         let s = t0.elapsed().as_secs_f64();
         println!(

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 
 use crate::error::Error;
 use crate::text::Analyzer;
@@ -117,10 +118,11 @@ impl PyAnalyzer {
     fn snippets(
         &self,
         py: Python<'_>,
-        jobs: Vec<(String, Option<String>, Vec<usize>)>,
-        alternatives: Vec<Vec<String>>,
+        jobs: Vec<(PyBackedStr, Option<PyBackedStr>, Vec<usize>)>,
+        alternatives: Vec<Vec<PyBackedStr>>,
         width: usize,
     ) -> PyResult<Vec<String>> {
+        // The texts are read in place (`PyBackedStr`: the str's own UTF-8), not copied.
         let texts = py.detach(|| {
             let mut terms: Vec<&str> = Vec::new();
             jobs.iter()
@@ -133,14 +135,13 @@ impl PyAnalyzer {
                                 alternatives.len()
                             ))
                         })?;
-                        terms.extend(alts.iter().map(String::as_str));
+                        terms.extend(alts.iter().map(|t| &**t));
                     }
                     terms.sort_unstable();
                     terms.dedup();
                     Ok(self
                         .inner
-                        .snippet(text, &terms, width, fallback.as_deref())
-                        .text)
+                        .snippet_text(text, &terms, width, fallback.as_deref()))
                 })
                 .collect::<Result<Vec<String>, Error>>()
         })?;

@@ -32,15 +32,37 @@ struct Hit {
 }
 
 impl Analyzer {
-    /// The best window of `text` for the analyzed `terms`. When none occurs in `text` and
-    /// `fallback` is given (the full content, code included), the window comes from
-    /// `fallback`; otherwise it is the start of `text`.
+    /// The best window of `text` for the analyzed `terms`, with the matched words'
+    /// spans. When none occurs in `text` and `fallback` is given (the full content, code
+    /// included), the window comes from `fallback`; otherwise it is the start of `text`.
     pub fn snippet(
         &self,
         text: &str,
         terms: &[&str],
         width: usize,
         fallback: Option<&str>,
+    ) -> Snippet {
+        self.snippet_with(text, terms, width, fallback, true)
+    }
+
+    /// [`Analyzer::snippet`]'s text alone: the spans are not worked out.
+    pub fn snippet_text(
+        &self,
+        text: &str,
+        terms: &[&str],
+        width: usize,
+        fallback: Option<&str>,
+    ) -> String {
+        self.snippet_with(text, terms, width, fallback, false).text
+    }
+
+    fn snippet_with(
+        &self,
+        text: &str,
+        terms: &[&str],
+        width: usize,
+        fallback: Option<&str>,
+        spans: bool,
     ) -> Snippet {
         let text = text.trim_matches(is_py_space);
         let hits = if terms.is_empty() {
@@ -50,65 +72,26 @@ impl Analyzer {
         };
         if hits.is_empty() && !terms.is_empty() {
             if let Some(fb) = fallback {
-                return self.snippet(fb, terms, width, None);
+                return self.snippet_with(fb, terms, width, None, spans);
             }
         }
-        // Only the window's chars are decoded: the rest of the text is counted, not read.
+        // Only the window's chars are decoded (none of an ASCII text's): the rest of the
+        // text is counted, not read. `cut` looks up to 30 chars past the window's start
+        // for a space, even past its end.
         let ascii = text.is_ascii();
         let n = if ascii {
             text.len()
         } else {
             text.chars().count()
         };
-        // `cut` looks up to 30 chars past the window's start for a space, even past its end.
-        let window = |start: usize, end: usize| -> Vec<char> {
-            let to = end.max(start + 30).min(n);
-            if ascii {
-                text.as_bytes()[start..to]
-                    .iter()
-                    .map(|&b| char::from(b))
-                    .collect()
-            } else {
-                text.chars().skip(start).take(to - start).collect()
-            }
-        };
-        if n <= width {
-            return cut(&window(0, n), 0, n, n, &hits);
+        let (start, end) = best_window(&hits, terms.len(), width, n);
+        let to = end.max(start + 30).min(n);
+        if ascii {
+            cut(&text.as_bytes()[start..to], start, end, n, &hits, spans)
+        } else {
+            let window: Vec<char> = text.chars().skip(start).take(to - start).collect();
+            cut(&window, start, end, n, &hits, spans)
         }
-        if hits.is_empty() {
-            return cut(&window(0, width), 0, width, n, &hits);
-        }
-        let mut best_start = hits[0].start;
-        let mut best_key = (0usize, 0usize);
-        let mut seen = vec![usize::MAX; terms.len()];
-        let mut j = 0;
-        for (i, h) in hits.iter().enumerate() {
-            while j < hits.len() && hits[j].end <= h.start + width {
-                j += 1;
-            }
-            let window = if j > i { &hits[i..j] } else { &[][..] };
-            let mut distinct = 0;
-            for w in window {
-                if seen[w.term] != i {
-                    seen[w.term] = i;
-                    distinct += 1;
-                }
-            }
-            let key = (distinct, window.len());
-            if key > best_key {
-                best_key = key;
-                best_start = h.start;
-            }
-        }
-        // Centre the cluster a little: start a quarter-window before the first hit.
-        let start = best_start.saturating_sub(width / 4).min(n - width);
-        cut(
-            &window(start, start + width),
-            start,
-            start + width,
-            n,
-            &hits,
-        )
     }
 
     /// The words of `text` whose term is one of `terms`, in text order (char offsets).
@@ -157,6 +140,44 @@ impl Analyzer {
         }
         out
     }
+}
+
+/// The snippet's window `start..end` over a text of `n` chars: the whole text when it
+/// fits; the start when nothing matched; otherwise the `width` chars around the window of
+/// hits with the most distinct terms (then the most hits), from a quarter-window before
+/// its first hit.
+fn best_window(hits: &[Hit], terms: usize, width: usize, n: usize) -> (usize, usize) {
+    if n <= width {
+        return (0, n);
+    }
+    if hits.is_empty() {
+        return (0, width);
+    }
+    let mut best_start = hits[0].start;
+    let mut best_key = (0usize, 0usize);
+    let mut seen = vec![usize::MAX; terms];
+    let mut j = 0;
+    for (i, h) in hits.iter().enumerate() {
+        while j < hits.len() && hits[j].end <= h.start + width {
+            j += 1;
+        }
+        let window = if j > i { &hits[i..j] } else { &[][..] };
+        let mut distinct = 0;
+        for w in window {
+            if seen[w.term] != i {
+                seen[w.term] = i;
+                distinct += 1;
+            }
+        }
+        let key = (distinct, window.len());
+        if key > best_key {
+            best_key = key;
+            best_start = h.start;
+        }
+    }
+    // Centre the cluster a little: start a quarter-window before the first hit.
+    let start = best_start.saturating_sub(width / 4).min(n - width);
+    (start, start + width)
 }
 
 /// Turns the hits' byte offsets into char offsets, in one pass over the text.
@@ -625,47 +646,107 @@ impl PrefixFilter {
     }
 }
 
+/// One char of a snippet's window: a byte of an all-ASCII text (read in place), or a
+/// decoded char of any other.
+trait WindowChar: Copy {
+    /// Python's `str.isspace`.
+    fn is_py_space(self) -> bool;
+    /// The plain space, U+0020, where the cut may move to.
+    fn is_blank(self) -> bool;
+    fn push_to(self, out: &mut String);
+}
+
+impl WindowChar for u8 {
+    #[inline]
+    fn is_py_space(self) -> bool {
+        // The ASCII chars `is_py_space` accepts: TAB..CR, and U+001C..U+0020.
+        matches!(self, b'\t'..=b'\r' | 0x1c..=b' ')
+    }
+
+    #[inline]
+    fn is_blank(self) -> bool {
+        self == b' '
+    }
+
+    #[inline]
+    fn push_to(self, out: &mut String) {
+        out.push(char::from(self));
+    }
+}
+
+impl WindowChar for char {
+    #[inline]
+    fn is_py_space(self) -> bool {
+        is_py_space(self)
+    }
+
+    #[inline]
+    fn is_blank(self) -> bool {
+        self == ' '
+    }
+
+    #[inline]
+    fn push_to(self, out: &mut String) {
+        out.push(self);
+    }
+}
+
 /// Python's `_cut`: the text's chars `base..end` (of `n`) moved to spaces (within 30
 /// chars), squashed, with ellipses where cut; `hits` inside the window become highlight
-/// spans. `window` holds the text's chars from `base` to `max(end, base + 30)` (or `n`):
-/// the only ones read.
-fn cut(window: &[char], base: usize, end: usize, n: usize, hits: &[Hit]) -> Snippet {
+/// spans when `spans` is set (otherwise `highlights` is left empty). `window` holds the
+/// text's chars from `base` to `max(end, base + 30)` (or `n`): the only ones read.
+fn cut<C: WindowChar>(
+    window: &[C],
+    base: usize,
+    end: usize,
+    n: usize,
+    hits: &[Hit],
+    spans: bool,
+) -> Snippet {
     let mut start = base;
     let mut end = end.min(n);
     let at = |i: usize| window[i - base];
     if start > 0 {
-        if let Some(p) = (start..(start + 30).min(n)).find(|&i| at(i) == ' ') {
+        if let Some(p) = (start..(start + 30).min(n)).find(|&i| at(i).is_blank()) {
             start = p + 1;
         }
     }
     if end < n {
         if let Some(p) = (start.max(end.saturating_sub(30))..end)
             .rev()
-            .find(|&i| at(i) == ' ')
+            .find(|&i| at(i).is_blank())
         {
             end = p;
         }
     }
-    let mut out = String::new();
+    let slice: &[C] = if start < end {
+        &window[start - base..end - base]
+    } else {
+        &[]
+    };
+    // Two ellipses of three bytes, and up to four bytes a char.
+    let mut out = String::with_capacity(6 + std::mem::size_of_val(slice));
     let mut offset = 0usize; // chars written
     if start > 0 {
         out.push(ELLIPSIS);
         offset = 1;
     }
-    // Squash: words joined by one space; map each source char to its output position.
-    let slice: &[char] = if start < end {
-        &window[start - base..end - base]
+    // Squash: words joined by one space; with spans, map each source char to its output
+    // position.
+    let mut pos = if spans {
+        vec![0usize; slice.len() + 1]
     } else {
-        &[]
+        Vec::new()
     };
-    let mut pos = vec![0usize; slice.len() + 1];
     let mut written = offset;
     let mut pending_space = false;
     let mut any = false;
     for (k, &c) in slice.iter().enumerate() {
-        if is_py_space(c) {
+        if c.is_py_space() {
             pending_space = any;
-            pos[k] = written;
+            if spans {
+                pos[k] = written;
+            }
             continue;
         }
         if pending_space {
@@ -673,15 +754,23 @@ fn cut(window: &[char], base: usize, end: usize, n: usize, hits: &[Hit]) -> Snip
             written += 1;
             pending_space = false;
         }
-        pos[k] = written;
-        out.push(c);
+        if spans {
+            pos[k] = written;
+        }
+        c.push_to(&mut out);
         written += 1;
         any = true;
     }
-    pos[slice.len()] = written;
     if end < n {
         out.push(ELLIPSIS);
     }
+    if !spans {
+        return Snippet {
+            text: out,
+            highlights: Vec::new(),
+        };
+    }
+    pos[slice.len()] = written;
     // Spans of the matched words inside the window, sorted, overlaps merged (a split
     // identifier's whole form and its parts cover the same word).
     let mut spans: Vec<(usize, usize)> = hits

@@ -296,6 +296,18 @@ fn runs_and_part_starts_across_blocks() {
     check_runs(&a, &format!("{}9x", "Q".repeat(63)));
 }
 
+#[test]
+fn ascii_window_chars_are_python_spaces_as_chars_are() {
+    for b in 0u8..128 {
+        assert_eq!(
+            WindowChar::is_py_space(b),
+            is_py_space(char::from(b)),
+            "byte {b:#04x}"
+        );
+        assert_eq!(b.is_blank(), char::from(b).is_blank(), "byte {b:#04x}");
+    }
+}
+
 /// The cut as it was before windows: over every char of the text. The reference for `cut`,
 /// which is given only the chars it reads.
 fn cut_whole(chars: &[char], start: usize, end: usize, hits: &[Hit]) -> Snippet {
@@ -365,7 +377,7 @@ proptest::proptest! {
 
     #[test]
     fn a_window_cuts_as_the_whole_text(
-        text in "([a-z]{1,6}|é|数|[ \t\n]|\u{a0}){0,80}",
+        text in "([a-z]{1,6}|é|数|[ \t\n\r\x0B\x0C\x1C-\x1F]|\u{a0}){0,80}",
         start_frac in 0.0f64..1.0,
         width in 0usize..60,
         hit_pairs in proptest::collection::vec((0usize..200, 1usize..8), 0..6),
@@ -380,7 +392,17 @@ proptest::proptest! {
             .map(|&(s, len)| Hit { start: s, end: (s + len).min(n), term: 0 })
             .collect();
         let to = end.max(start + 30).min(n);
-        let got = cut(&chars[start..to], start, end, n, &hits);
-        proptest::prop_assert_eq!(got, cut_whole(&chars, start, end, &hits));
+        let want = cut_whole(&chars, start, end, &hits);
+        let got = cut(&chars[start..to], start, end, n, &hits, true);
+        proptest::prop_assert_eq!(&got, &want);
+        // Without spans: the same text.
+        let text_only = cut(&chars[start..to], start, end, n, &hits, false);
+        proptest::prop_assert_eq!(&text_only.text, &want.text);
+        proptest::prop_assert!(text_only.highlights.is_empty());
+        // An ASCII text is cut from its bytes, in place: the same snippet.
+        if text.is_ascii() {
+            let got = cut(&text.as_bytes()[start..to], start, end, n, &hits, true);
+            proptest::prop_assert_eq!(&got, &want);
+        }
     }
 }
