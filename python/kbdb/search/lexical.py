@@ -79,8 +79,16 @@ class Hit:
     extra: dict[str, Any] | None = None
 
 
-Links = dict[str, list[tuple[str, bool]]]
-"""Per kbid: its ``(docid, live)`` document links, by docid."""
+class DocLinks(NamedTuple):
+    """A section's document links, as search uses them."""
+
+    live: tuple[str, ...]  # the documents it is live in, sorted
+    docids: tuple[str, ...]  # what a result shows: ``live``, or for a section live in
+    # none (retired), the documents it was part of (as ``store.queries.docids_of``)
+
+
+Links = dict[str, DocLinks]
+"""Per kbid with any document link: its links."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +195,7 @@ class LexicalSearcher:
         if parsed.empty or (allow is not None and not allow):
             return Ranking([], 0, False)
         params = {"limit": want, "allow": allow, "explain": explain, **self.bm25f_params()}
-        required = sum(1 for _, req in parsed.clauses if req)
+        required = parsed.required
         loose: _core.Hits | None = None
         if required > 1 or parsed.phrases:
             # The relaxed ranking may be needed: the engine returns it with the strict one
@@ -205,12 +213,9 @@ class LexicalSearcher:
         if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
             if loose is None:
                 loose = self.index.search(parsed.clauses, require_all=False, **params)
-            seen = {h.kbid for h in hits}
-            extra = [
-                h
-                for h in _hits(loose, relaxed=True, bound=sum(loose.clause_bounds))
-                if h.kbid not in seen
-            ]
+            extra = _hits(
+                loose, relaxed=True, bound=sum(loose.clause_bounds), skip={h.kbid for h in hits}
+            )
             if not hits and extra:
                 all_relaxed = True
             hits.extend(extra)
@@ -226,17 +231,17 @@ class LexicalSearcher:
             return {}
         with self.db.read() as conn:
             links = _links(self.db, conn, [h.kbid for h in hits])
+        docs = [d for dl in links.values() for d in dl.live]
+        if len(set(docs)) == len(docs):
+            return links  # no document has two candidates: every boost is 1
         # Per document: how many candidates are live in it (a plain dict: Counter.update
         # costs more than the rest of this function).
         per_doc: dict[str, int] = {}
-        for pairs in links.values():
-            for d, is_live in pairs:
-                if is_live:
-                    per_doc[d] = per_doc.get(d, 0) + 1
-        if all(n == 1 for n in per_doc.values()):
-            return links  # no document has two candidates: every boost is 1
+        for d in docs:
+            per_doc[d] = per_doc.get(d, 0) + 1
         for h in hits:
-            m = max([per_doc[d] for d, is_live in links.get(h.kbid, ()) if is_live], default=1)
+            dl = links.get(h.kbid)
+            m = max([per_doc[d] for d in dl.live], default=1) if dl else 1
             h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
             h.score *= h.boost
         # Strict hits stay above relaxed ones; within each tier, by boosted score.
@@ -255,48 +260,60 @@ class LexicalSearcher:
         """Full result items for ``page``; sections retired since the index snapshot are
         dropped. ``links`` are document links already fetched (``Ranking.links``)."""
         kbids = [h.kbid for h in page]
-        links = dict(links or {})
+        links = links or {}
         with self.db.read() as conn:
             rows = _hydration_rows(self.db, conn, kbids)
             missing = [k for k in kbids if k not in links]
             if missing:
-                links.update(_links(self.db, conn, missing))
+                links = {**links, **_links(self.db, conn, missing)}
         clauses = parsed.clauses
-        required_flags = [req for _, req in clauses]
-        required = sum(required_flags) or len(clauses)
-        # The hits still shown, each with its row, matched clauses and the index of its
-        # snippet job (None for an image: its snippet is empty). The page's snippets are
-        # made in one call.
-        shown: list[tuple[Hit, _Row, list[int], int | None]] = []
-        jobs: list[tuple[str, str | None, list[int]]] = []
+        # Coverage counts the required clauses a hit matched; when all are required (no
+        # split identifier's whole form), that is every clause it matched.
+        required_flags = None if parsed.required == len(clauses) else [req for _, req in clauses]
+        required = parsed.required or len(clauses)
         surfaces = parsed.surfaces
+        # The hits still shown, each with its row, matched clauses, their fields' mask and
+        # the index of its snippet job (None for an image: its snippet is empty). The
+        # page's snippets are made in one call.
+        shown: list[tuple[Hit, _Row, list[int], int, int | None]] = []
+        jobs: list[tuple[str, str | None, list[int]]] = []
         for h in page:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
                 continue
-            matched_clauses = [i for i, mask in enumerate(h.matched) if mask]
+            matched_clauses = []
+            fields = 0
+            for i, mask in enumerate(h.matched):
+                if mask:
+                    matched_clauses.append(i)
+                    fields |= mask
             job = None
             if not row.type.startswith("image/"):
                 # Cut from the indexed body; from the whole content (code included) when no
                 # term is in the body. A body that is the content needs no fallback.
                 body = row.body
-                fallback = None if body is row.content else row.content
                 job = len(jobs)
-                jobs.append((body, fallback, matched_clauses))
-            shown.append((h, row, matched_clauses, job))
-        alternatives = [[alt for alt, _ in alts] for alts, _ in clauses]
-        texts = self.analyzer.snippets(jobs, alternatives, width=SNIPPET_CHARS) if jobs else []
+                jobs.append((body, None if body is row.content else row.content, matched_clauses))
+            shown.append((h, row, matched_clauses, fields, job))
+        texts = (
+            self.analyzer.snippets(
+                jobs, [[alt for alt, _ in alts] for alts, _ in clauses], width=SNIPPET_CHARS
+            )
+            if jobs
+            else []
+        )
         items: list[SearchItem] = []
-        for h, row, matched_clauses, job in shown:
-            fields = 0
-            for i in matched_clauses:
-                fields |= h.matched[i]
-            if h.confidence is not None:
-                conf = h.confidence
-            else:
-                covered = sum([required_flags[i] for i in matched_clauses])
-                coverage = covered / required if required else 1.0
-                conf = confidence(h.score / h.boost, h.bound, coverage)
+        for h, row, matched_clauses, fields, job in shown:
+            conf = h.confidence
+            if conf is None:
+                if required_flags is None:
+                    covered = len(matched_clauses)
+                else:
+                    covered = sum([required_flags[i] for i in matched_clauses])
+                conf = confidence(
+                    h.score / h.boost, h.bound, covered / required if required else 1.0
+                )
+            dl = links.get(h.kbid)
             items.append(
                 build(
                     SearchItem,
@@ -306,7 +323,7 @@ class LexicalSearcher:
                     parent=row.parent,
                     type=row.type,
                     section_type=row.section_type,
-                    docids=_docids(links.get(h.kbid, ())),
+                    docids=dl.docids if dl else (),
                     tags=row.tags,
                     snippet="" if job is None else texts[job],
                     matched_terms=tuple([surfaces[i] for i in matched_clauses]),
@@ -387,8 +404,8 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row
     return out
 
 
-_NO_LINKS: list[tuple[str, bool]] = []
-# What one cached link (a docid and a flag in a tuple, in a list) holds, from above.
+_NO_LINKS = DocLinks((), ())
+# What one cached link (a docid in two tuples) holds, from above.
 _LINK_BYTES = 256
 # What a cached row holds besides its content and body (its other columns, the tuple).
 _ROW_BYTES = 1024
@@ -401,8 +418,8 @@ def _row_bytes(row: _Row) -> int:
 
 
 def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
-    """Every ``(docid, live)`` link of ``kbids``, sorted by docid, from the read cache or
-    one query per chunk. A kbid without links is left out."""
+    """The document links of ``kbids``, from the read cache or one query per chunk. A
+    kbid without links is left out."""
     cache = db.cache()
     if cache is None:
         return _read_links(conn, kbids)
@@ -410,23 +427,23 @@ def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Link
     out: Links = {}
     missing = []
     for k in kbids:
-        pairs = table.get(k)
-        if pairs is None:
+        dl = table.get(k)
+        if dl is None:
             missing.append(k)
-        elif pairs:
-            out[k] = pairs
+        elif dl.docids:
+            out[k] = dl
     if missing:
         found = _read_links(conn, missing)
         for k in missing:
-            pairs = found.get(k, _NO_LINKS)
-            cache.put(table, k, pairs, _LINK_BYTES * (1 + len(pairs)))
-            if pairs:
-                out[k] = pairs
+            dl = found.get(k, _NO_LINKS)
+            cache.put(table, k, dl, _LINK_BYTES * (1 + len(dl.docids)))
+            if dl.docids:
+                out[k] = dl
     return out
 
 
 def _read_links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
-    out: Links = {}
+    pairs: dict[str, list[tuple[str, bool]]] = {}
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
         # Deduplicated and sorted here, not by SQLite's DISTINCT and ORDER BY (a temporary
@@ -440,21 +457,23 @@ def _read_links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
                 )
             )
         ):
-            pairs = out.get(kbid)
-            if pairs is None:
-                out[kbid] = pairs = []
-            pairs.append((docid, live != 0))
-    return out
+            got = pairs.get(kbid)
+            if got is None:
+                pairs[kbid] = got = []
+            got.append((docid, live != 0))
+    return {kbid: _doc_links(p) for kbid, p in pairs.items()}
 
 
-def _docids(links: Sequence[tuple[str, bool]]) -> tuple[str, ...]:
-    """The documents a section is live in; for one live in none (retired), the documents
-    it was part of (as ``store.queries.docids_of``)."""
-    live = tuple(d for d, is_live in links if is_live)
-    return live or tuple(dict.fromkeys(d for d, _ in links))
+def _doc_links(pairs: Sequence[tuple[str, bool]]) -> DocLinks:
+    """A section's links from its ``(docid, live)`` pairs, sorted by docid."""
+    live = tuple(d for d, is_live in pairs if is_live)
+    return DocLinks(live, live or tuple(dict.fromkeys(d for d, _ in pairs)))
 
 
-def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:
+def _hits(
+    h: _core.Hits, *, relaxed: bool, bound: float, skip: set[str] | frozenset[str] = frozenset()
+) -> list[Hit]:
+    """``h`` as ``Hit``s, but those whose kbid is in ``skip``."""
     ex = h.explain
     # Positional (a search makes dozens of these): kbid, score, matched, relaxed, explain,
     # boost, bound, lexical_score.
@@ -462,10 +481,12 @@ def _hits(h: _core.Hits, *, relaxed: bool, bound: float) -> list[Hit]:
         return [
             Hit(k, s, m, relaxed, None, 1.0, bound, s)
             for k, s, m in zip(h.kbids, h.scores, h.matched, strict=True)
+            if k not in skip
         ]
     return [
         Hit(k, s, m, relaxed, e, 1.0, bound, s)
         for k, s, m, e in zip(h.kbids, h.scores, h.matched, ex, strict=True)
+        if k not in skip
     ]
 
 

@@ -13,7 +13,7 @@ import re
 
 from kbdb import _core
 from kbdb.errors import InvalidArgumentError
-from kbdb.search.synonyms import SYNONYM_WEIGHT, Synonyms
+from kbdb.search.synonyms import Synonyms
 
 _QUOTED = re.compile(r'"([^"]*)"')
 
@@ -25,10 +25,11 @@ INVALID_ARGUMENT rather than letting one search hold the engine for seconds."""
 class ParsedQuery:
     """``clauses``: per distinct term, its (term, weight) alternatives and whether the
     clause is required (False: only the whole form of a split identifier); ``phrases``:
-    (term, offset) runs; ``surfaces``: per clause, the word as the user typed it. A plain
-    class: creating a dataclass costs a cold ``kbdb search`` about a millisecond."""
+    (term, offset) runs; ``surfaces``: per clause, the word as the user typed it;
+    ``required``: how many clauses are required. A plain class: creating a dataclass
+    costs a cold ``kbdb search`` about a millisecond."""
 
-    __slots__ = ("clauses", "phrases", "surfaces")
+    __slots__ = ("clauses", "phrases", "required", "surfaces")
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class ParsedQuery:
         self.clauses = clauses
         self.phrases = phrases
         self.surfaces = surfaces
+        self.required = sum([req for _, req in clauses])
 
     @property
     def empty(self) -> bool:
@@ -87,13 +89,13 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
                 if not optional and not clauses[i][1]:
                     clauses[i] = (clauses[i][0], True)
                 continue
-            alternatives: list[tuple[str, float]] = [(term, 1.0)]
+            alternatives: tuple[tuple[str, float], ...] = ((term, 1.0),)
             if i in whole_of and whole_of[i][0] != term:
-                alternatives.append(whole_of[i])
+                alternatives += (whole_of[i],)
             if synonyms is not None:
-                alternatives += [(s, SYNONYM_WEIGHT) for s in synonyms.expand(term) if s != term]
+                alternatives += synonyms.alternatives(term)
             seen[term] = len(clauses)
-            clauses.append((tuple(alternatives), not optional))
+            clauses.append((alternatives, not optional))
             surfaces.append(surface)
             if len(clauses) > MAX_QUERY_TERMS:
                 raise InvalidArgumentError(

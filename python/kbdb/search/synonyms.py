@@ -83,7 +83,7 @@ class Synonyms:
     """Maps an analyzed query term to the analyzed terms of its synonyms."""
 
     def __init__(self, groups: Iterable[Sequence[str]], analyze: AnalyzeFn) -> None:
-        self._map: dict[str, set[str]] = {}
+        synonyms: dict[str, set[str]] = {}
         for group in groups:
             terms: list[str] = []
             for word in group:
@@ -93,10 +93,15 @@ class Synonyms:
                 else:
                     log.debug("synonym %r is not one term; ignored", word)
             for t in terms:
-                self._map.setdefault(t, set()).update(x for x in terms if x != t)
+                synonyms.setdefault(t, set()).update(x for x in terms if x != t)
+        # What a query clause of each term adds: its synonyms at SYNONYM_WEIGHT, sorted.
+        self._alternatives = {
+            t: tuple((s, SYNONYM_WEIGHT) for s in sorted(syns)) for t, syns in synonyms.items()
+        }
 
-    def expand(self, term: str) -> list[str]:
-        return sorted(self._map.get(term, ()))
+    def alternatives(self, term: str) -> tuple[tuple[str, float], ...]:
+        """``(synonym, SYNONYM_WEIGHT)`` for each synonym of ``term``, sorted."""
+        return self._alternatives.get(term, ())
 
 
 def load_groups(kbdir: Path) -> list[list[str]]:
