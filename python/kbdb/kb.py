@@ -26,7 +26,7 @@ from kbdb.errors import (
     KbNotFoundError,
 )
 from kbdb.search.indexer import LexicalIndex
-from kbdb.search.lexical import Filters, LexicalSearcher
+from kbdb.search.lexical import NO_FILTERS, Filters, LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.search.vectors import VectorStore
 from kbdb.store import DB_NAME, Database, WriteLock
@@ -64,6 +64,7 @@ CONFIG_NAME = "worker.toml"
 INDEX_DIR = "indexes"
 LOCK_NAME = "write.lock"
 MAX_LIMIT = 100
+_SEARCH_MODES = get_args(SearchMode)
 
 __all__ = ["KnowledgeBase", "LearnItem", "LearnProgress"]
 
@@ -274,7 +275,7 @@ class KnowledgeBase:
     ) -> SearchResult:
         """Ranked search (SPEC §4). ``mode`` is ``lexical`` (default), ``vector`` or
         ``hybrid``."""
-        if mode not in get_args(SearchMode):
+        if mode not in _SEARCH_MODES:
             raise InvalidArgumentError(
                 f"mode must be one of lexical, vector, hybrid (got {mode!r})"
             )
@@ -288,13 +289,18 @@ class KnowledgeBase:
         if not isinstance(query, str):
             raise InvalidArgumentError("query must be a string")
         try:
-            query.encode("utf-8")
+            if not query.isascii():
+                query.encode("utf-8")
         except UnicodeEncodeError as e:
             raise InvalidArgumentError(
                 f"query is not valid Unicode (lone surrogate at character {e.start})",
                 hint="send the query as UTF-8 text",
             ) from None
-        filters = Filters(tuple(tags) if tags else None, docid, type, section_type)
+        filters = (
+            Filters(tuple(tags) if tags else None, docid, type, section_type)
+            if tags or docid is not None or type is not None or section_type is not None
+            else NO_FILTERS
+        )
         if mode != "lexical" and not self._vectors.enabled:
             raise EmbeddingProviderNotConfiguredError(
                 "Vector search requires a configured embedding provider",

@@ -57,9 +57,12 @@ class Filters:
 
     @property
     def any(self) -> bool:
-        return bool(self.tags) or any(
-            v is not None for v in (self.docid, self.type, self.section_type)
+        return bool(self.tags) or not (
+            self.docid is None and self.type is None and self.section_type is None
         )
+
+
+NO_FILTERS = Filters()
 
 
 @dataclass(slots=True)

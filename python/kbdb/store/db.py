@@ -156,24 +156,10 @@ class Database:
         if upgrading:
             self._upgraded = True
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A consistent read snapshot (one deferred transaction)."""
-        conn = self.conn()
-        if conn.in_transaction:
-            yield conn
-            return
-        conn.execute("BEGIN")
-        local = self._local
-        local.snapshot = True
-        try:
-            yield conn
-        finally:
-            local.snapshot = False
-            cache: ReadCache | None = getattr(local, "cache", None)
-            if cache is not None:
-                cache.checked = False
-            conn.execute("COMMIT")
+    def read(self) -> _ReadSnapshot:
+        """A consistent read snapshot (one deferred transaction); inside one already (or
+        a write transaction), that one."""
+        return _ReadSnapshot(self)
 
     def _wrote(self) -> None:
         """Counts a write transaction of this thread's connection, whose commits do not move
@@ -230,3 +216,34 @@ class Database:
             f"cannot use database {self.path}: {e}",
             hint="restore it from a backup or 'kbdb export' snapshot",
         )
+
+
+class _ReadSnapshot:
+    """``Database.read()``: a context manager class, not a generator one (a search enters
+    three: its own and two nested ones, which cost nothing here)."""
+
+    __slots__ = ("_conn", "_db", "_outer")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._conn = db.conn()
+        self._outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn.in_transaction:
+            return conn
+        conn.execute("BEGIN")
+        self._outer = True
+        self._db._local.snapshot = True
+        return conn
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._outer:
+            return
+        local = self._db._local
+        local.snapshot = False
+        cache: ReadCache | None = getattr(local, "cache", None)
+        if cache is not None:
+            cache.checked = False
+        self._conn.execute("COMMIT")
