@@ -94,6 +94,19 @@ def test_the_cache_serves_read_snapshots_only(kb: kbdb.KnowledgeBase) -> None:
         assert db.cache() is not cache  # a new connection counts its versions afresh
 
 
+def test_a_read_snapshot_is_entered_once(kb: kbdb.KnowledgeBase) -> None:
+    kb.learn(SHARED, docid="one")
+    snapshot = kb._db.read()
+    with snapshot as conn:
+        with pytest.raises(RuntimeError, match="entered only once"), snapshot:
+            pass
+        # The outer snapshot is still open, and closes cleanly.
+        assert conn.in_transaction
+    assert not conn.in_transaction
+    with kb._db.read() as again:  # a new one each time
+        assert again.in_transaction
+
+
 def test_the_cache_is_emptied_past_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     cache = store_db.ReadCache()
     rows = cache.table("rows")

@@ -220,17 +220,20 @@ class Database:
 
 class _ReadSnapshot:
     """``Database.read()``: a context manager class, not a generator one (a search enters
-    three: its own and two nested ones, which cost nothing here)."""
+    three: its own and two nested ones, which cost nothing here). Entered once, in the
+    thread that enters it."""
 
     __slots__ = ("_conn", "_db", "_outer")
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._conn = db.conn()
+        self._conn: sqlite3.Connection | None = None
         self._outer = False
 
     def __enter__(self) -> sqlite3.Connection:
-        conn = self._conn
+        if self._conn is not None:
+            raise RuntimeError("a Database.read() snapshot can be entered only once")
+        conn = self._conn = self._db.conn()
         if conn.in_transaction:
             return conn
         conn.execute("BEGIN")
@@ -239,11 +242,12 @@ class _ReadSnapshot:
         return conn
 
     def __exit__(self, *exc: object) -> None:
-        if not self._outer:
+        conn = self._conn
+        if not self._outer or conn is None:
             return
         local = self._db._local
         local.snapshot = False
         cache: ReadCache | None = getattr(local, "cache", None)
         if cache is not None:
             cache.checked = False
-        self._conn.execute("COMMIT")
+        conn.execute("COMMIT")
