@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from kbdb.errors import (
     KbNotFoundError,
     NotFoundError,
 )
-from kbdb.types import SearchItem, SearchResult, build
+from kbdb.types import SearchItem, SearchResult, build, search_item
 
 ADR = """# Architecture decisions
 
@@ -149,6 +150,20 @@ def test_search_items_equal_the_ones_the_constructor_makes(kb: kbdb.KnowledgeBas
         build(SearchItem, **fields, extra=1)
     with pytest.raises(TypeError, match="exactly the fields of SearchResult"):
         build(SearchResult, **fields)
+
+
+def test_search_item_takes_the_fields_in_order() -> None:
+    # types.search_item builds a page's items positionally: its parameters must be the
+    # dataclass's fields, in order, and the object the constructor's.
+    names = [f.name for f in dataclasses.fields(SearchItem)]
+    assert list(inspect.signature(search_item).parameters) == names
+    values = [f"v{i}" for i in range(len(names))]
+    made = search_item(*values)
+    again = SearchItem(*values)
+    assert made == again and repr(made) == repr(again) and made.to_dict() == again.to_dict()
+    assert hash(made) == hash(again)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.kbid = "x"  # type: ignore[misc]
 
 
 def test_code_field_and_identifier_split(kb: kbdb.KnowledgeBase) -> None:

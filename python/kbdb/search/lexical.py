@@ -31,7 +31,7 @@ from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
 from kbdb.store import queries as q
 from kbdb.store.db import text_bytes
-from kbdb.types import SearchItem, SearchResult, build
+from kbdb.types import SearchItem, SearchResult, build, search_item
 
 # Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
 CANDIDATES = 30
@@ -318,26 +318,25 @@ class LexicalSearcher:
                 )
             dl = links.get(h.kbid)
             items.append(
-                build(
-                    SearchItem,
-                    kbid=h.kbid,
-                    heading=row.heading,
-                    level=row.level,
-                    parent=row.parent,
-                    type=row.type,
-                    section_type=row.section_type,
-                    docids=dl.docids if dl else (),
-                    tags=row.tags,
-                    snippet="" if job is None else texts[job],
-                    matched_terms=tuple([surfaces[i] for i in matched_clauses]),
-                    matched_fields=_FIELD_SETS[fields],
-                    score=round(h.score, 6),
-                    confidence=conf,
-                    created_at=row.created_at,
-                    relaxed=h.relaxed,
-                    title=row.title,
-                    content=row.content if content else None,
-                    explain=_explain(h) if explain else None,
+                search_item(
+                    h.kbid,
+                    row.heading,
+                    row.level,
+                    row.parent,
+                    row.type,
+                    row.section_type,
+                    dl.docids if dl else (),
+                    row.tags,
+                    "" if job is None else texts[job],
+                    tuple([surfaces[i] for i in matched_clauses]),
+                    _FIELD_SETS[fields],
+                    round(h.score, 6),
+                    conf,
+                    row.created_at,
+                    h.relaxed,
+                    row.title,
+                    row.content if content else None,
+                    _explain(h) if explain else None,
                 )
             )
         return items
