@@ -11,7 +11,8 @@ Query speed, over the 300 judged SciFact test queries:
 Each system runs ``--rounds`` passes over the queries, interleaved with the others; the
 fastest pass counts (the least disturbed by the shared machine). Latency p50/p95 are from
 that pass. nDCG@10 of each system's top 10 is printed alongside, so speed is compared at
-known quality.
+known quality. ``kb.search``'s first pass is reported too: it hydrates its sections from
+SQLite, where the later passes find them in the read cache.
 
 Indexing: sections/s of kbdb ``learn`` (split, SQLite, index) and of the engine's
 ``Index.commit`` alone, against ``bm25s.tokenize`` + ``BM25.index`` and ``BM25.index`` alone,
@@ -43,6 +44,8 @@ from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: 
 from peers import Bm25s, Kbdb, KbdbEngine, NotInstalled, load_peers  # noqa: E402
 
 TOP_K = 10
+KB_SEARCH = "kbdb kb.search (Python)"
+KB_SEARCH_FIRST = "kbdb kb.search (Python), first pass"
 GOAL_PY = 2.0
 GOAL_RUST = 5.0
 GOAL_INDEX = 3.0
@@ -129,7 +132,7 @@ def query_speed(ds: BeirDataset, rounds: int) -> tuple[list[dict[str, Any]], Kbd
 
     systems.append(
         (
-            "kbdb kb.search (Python)",
+            KB_SEARCH,
             lambda q: kb.kb.search(q, limit=TOP_K),
             texts,
             lambda q: kb.search(q, TOP_K),
@@ -171,28 +174,31 @@ def query_speed(ds: BeirDataset, rounds: int) -> tuple[list[dict[str, Any]], Kbd
             )
 
     best: dict[str, list[float]] = {}
+    first: dict[str, list[float]] = {}
     for _name, fn, items, _ in systems:
         for item in items[:5]:
             fn(item)  # warm-up
-    for _ in range(rounds):
+    for r in range(rounds):
         for name, fn, items, _ in systems:
             lat = []
             for item in items:
                 t0 = time.perf_counter()
                 fn(item)
                 lat.append(time.perf_counter() - t0)
+            if r == 0:
+                first[name] = lat
             if name not in best or sum(lat) < sum(best[name]):
                 best[name] = lat
     out = []
     for name, _, _, rank in systems:
         rankings = {qid: rank(text) for qid, text in ds.queries}
-        out.append(
-            {
-                "system": name,
-                **latency_stats(best[name]),
-                "ndcg@10": score_rankings(rankings, ds.qrels)["ndcg@10"],
-            }
-        )
+        ndcg = score_rankings(rankings, ds.qrels)["ndcg@10"]
+        out.append({"system": name, **latency_stats(best[name]), "ndcg@10": ndcg})
+        if name == KB_SEARCH:
+            # The first pass over the queries (past the five warm-up ones): the sections
+            # are hydrated from SQLite, not yet from the read cache, as for a process's
+            # first searches (docs/benchmarks.md §2).
+            out.append({"system": KB_SEARCH_FIRST, **latency_stats(first[name]), "ndcg@10": ndcg})
     for name, why in missing.items():
         out.append({"system": name, "status": why})
     return out, kb
@@ -220,9 +226,7 @@ def main() -> int:
         return ix.get(name, {}).get("sections_per_s")
 
     ratios = {
-        "kb.search / bm25s (tokenize+retrieve)": ratio(
-            qps("kbdb kb.search (Python)"), qps("bm25s")
-        ),
+        "kb.search / bm25s (tokenize+retrieve)": ratio(qps(KB_SEARCH), qps("bm25s")),
         "Rust relaxed / bm25s retrieve only": ratio(
             qps("kbdb Rust Index.search (relaxed)"), qps("bm25s retrieve only")
         ),
@@ -232,9 +236,10 @@ def main() -> int:
         "Rust strict→relaxed / bm25s retrieve only": ratio(
             qps("kbdb Rust Index.search (strict→relaxed)"), qps("bm25s retrieve only")
         ),
-        "kb.search / tantivy (parse+search+ids)": ratio(
-            qps("kbdb kb.search (Python)"), qps("tantivy")
+        "kb.search first pass / bm25s (tokenize+retrieve)": ratio(
+            qps(KB_SEARCH_FIRST), qps("bm25s")
         ),
+        "kb.search / tantivy (parse+search+ids)": ratio(qps(KB_SEARCH), qps("tantivy")),
         "learn / bm25s tokenize+index (sections/s)": ratio(
             sps("kbdb learn (SQLite + index)"), sps("bm25s tokenize+index")
         ),
@@ -308,7 +313,7 @@ def main() -> int:
             "headline": [
                 {
                     "what": "SciFact queries/s, `kb.search`, 1 thread, top 10",
-                    "kbdb": f"{qps('kbdb kb.search (Python)') or 0:,.0f}",
+                    "kbdb": f"{qps(KB_SEARCH) or 0:,.0f}",
                     "peers": f"{x(ratios['kb.search / bm25s (tokenize+retrieve)'])} bm25s "
                     f"({qps('bm25s') or 0:,.0f} q/s)",
                 },
