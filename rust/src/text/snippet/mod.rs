@@ -9,6 +9,8 @@
 
 use super::{identifier, pipeline, Analyzer, MAX_TOKEN_BYTES};
 
+pub(crate) mod cache;
+
 pub const ELLIPSIS: char = '…';
 
 /// A snippet and the spans of the matched words in it, as char offsets into `text`.
@@ -68,7 +70,7 @@ impl Analyzer {
         let hits = if terms.is_empty() {
             Vec::new()
         } else {
-            self.hits(text, terms)
+            cache::hits(self, text, terms)
         };
         if hits.is_empty() && !terms.is_empty() {
             if let Some(fb) = fallback {
@@ -180,21 +182,37 @@ fn best_window(hits: &[Hit], terms: usize, width: usize, n: usize) -> (usize, us
     (start, start + width)
 }
 
-/// Turns the hits' byte offsets into char offsets, in one pass over the text.
+/// Turns the hits' byte offsets into char offsets. The walk yields terms in text order,
+/// so starts ascend and so do ends: each is counted on from the last one (or from the
+/// hit's start), in about one pass over the text; one that goes back is counted afresh.
 fn to_char_offsets(text: &str, hits: &mut [Hit]) {
-    let mut bytes: Vec<usize> = hits.iter().flat_map(|h| [h.start, h.end]).collect();
-    bytes.sort_unstable();
-    bytes.dedup();
-    let mut chars = Vec::with_capacity(bytes.len());
-    let (mut at, mut count) = (0usize, 0usize);
-    for &b in &bytes {
-        count += text[at..b].chars().count();
-        at = b;
-        chars.push(count);
+    /// A byte offset and the chars before it.
+    #[derive(Clone, Copy, Default)]
+    struct At {
+        byte: usize,
+        chars: usize,
     }
-    let char_of = |b: usize| chars[bytes.binary_search(&b).unwrap_or_default()];
+    fn count_to(text: &str, from: At, byte: usize) -> At {
+        let from = if from.byte <= byte {
+            from
+        } else {
+            At::default()
+        };
+        At {
+            byte,
+            chars: from.chars + text[from.byte..byte].chars().count(),
+        }
+    }
+    let (mut start, mut end) = (At::default(), At::default());
     for h in hits {
-        (h.start, h.end) = (char_of(h.start), char_of(h.end));
+        start = count_to(text, start, h.start);
+        let from = if end.byte <= h.end && end.byte >= start.byte {
+            end
+        } else {
+            start
+        };
+        end = count_to(text, from, h.end);
+        (h.start, h.end) = (start.chars, end.chars);
     }
 }
 
@@ -654,6 +672,8 @@ trait WindowChar: Copy {
     /// The plain space, U+0020, where the cut may move to.
     fn is_blank(self) -> bool;
     fn push_to(self, out: &mut String);
+    /// Appends a run of chars (no whitespace among them).
+    fn push_run(run: &[Self], out: &mut String);
 }
 
 impl WindowChar for u8 {
@@ -672,6 +692,12 @@ impl WindowChar for u8 {
     fn push_to(self, out: &mut String) {
         out.push(char::from(self));
     }
+
+    #[inline]
+    fn push_run(run: &[u8], out: &mut String) {
+        // The window of an all-ASCII text: always valid UTF-8.
+        out.push_str(std::str::from_utf8(run).unwrap_or_default());
+    }
 }
 
 impl WindowChar for char {
@@ -688,6 +714,11 @@ impl WindowChar for char {
     #[inline]
     fn push_to(self, out: &mut String) {
         out.push(self);
+    }
+
+    #[inline]
+    fn push_run(run: &[char], out: &mut String) {
+        out.extend(run);
     }
 }
 
@@ -731,22 +762,33 @@ fn cut<C: WindowChar>(
         out.push(ELLIPSIS);
         offset = 1;
     }
-    // Squash: words joined by one space; with spans, map each source char to its output
-    // position.
-    let mut pos = if spans {
-        vec![0usize; slice.len() + 1]
-    } else {
-        Vec::new()
-    };
+    if !spans {
+        // Squash: the words joined by one space, a run at a time.
+        let mut words = slice.split(|c| c.is_py_space()).filter(|w| !w.is_empty());
+        if let Some(first) = words.next() {
+            C::push_run(first, &mut out);
+            for w in words {
+                out.push(' ');
+                C::push_run(w, &mut out);
+            }
+        }
+        if end < n {
+            out.push(ELLIPSIS);
+        }
+        return Snippet {
+            text: out,
+            highlights: Vec::new(),
+        };
+    }
+    // Squash: words joined by one space, each source char mapped to its output position.
+    let mut pos = vec![0usize; slice.len() + 1];
     let mut written = offset;
     let mut pending_space = false;
     let mut any = false;
     for (k, &c) in slice.iter().enumerate() {
         if c.is_py_space() {
             pending_space = any;
-            if spans {
-                pos[k] = written;
-            }
+            pos[k] = written;
             continue;
         }
         if pending_space {
@@ -754,21 +796,13 @@ fn cut<C: WindowChar>(
             written += 1;
             pending_space = false;
         }
-        if spans {
-            pos[k] = written;
-        }
+        pos[k] = written;
         c.push_to(&mut out);
         written += 1;
         any = true;
     }
     if end < n {
         out.push(ELLIPSIS);
-    }
-    if !spans {
-        return Snippet {
-            text: out,
-            highlights: Vec::new(),
-        };
     }
     pos[slice.len()] = written;
     // Spans of the matched words inside the window, sorted, overlaps merged (a split

@@ -87,7 +87,7 @@ fn skipping_finds_the_same_hits_as_full_analysis() {
 
 /// Simple words of the shared corpora (SciFact and the Markdown trees), or a fixed
 /// list of Snowball's awkward cases when they are not beside the checkout.
-fn vocabulary() -> Vec<String> {
+pub(super) fn vocabulary() -> Vec<String> {
     let mut words: Vec<String> = "dying lying tying skies skis idly gently ugly early \
         only singly sky news howe atlas cosmos bias andes aing oed eing ued uing ied ies \
         cries ayed eyes oing using hoping generously generational communication arsenal \
@@ -405,4 +405,41 @@ proptest::proptest! {
             proptest::prop_assert_eq!(&got, &want);
         }
     }
+}
+
+#[test]
+fn char_offsets_in_any_order() {
+    let text = "naïve 東京の天気 café Straße x";
+    let bytes: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain([text.len()])
+        .collect();
+    let chars = |b: usize| text[..b].chars().count();
+    // Ascending, overlapping (as CJK grams), going back, and repeated.
+    let pairs = [
+        (0, 3),
+        (1, 4),
+        (2, 4),
+        (6, 9),
+        (0, 1),
+        (5, 10),
+        (5, 10),
+        (12, 13),
+    ];
+    let mut hits: Vec<Hit> = pairs
+        .iter()
+        .map(|&(s, e)| Hit {
+            start: bytes[s],
+            end: bytes[e],
+            term: 0,
+        })
+        .collect();
+    let want: Vec<(usize, usize)> = hits
+        .iter()
+        .map(|h| (chars(h.start), chars(h.end)))
+        .collect();
+    to_char_offsets(text, &mut hits);
+    let got: Vec<(usize, usize)> = hits.iter().map(|h| (h.start, h.end)).collect();
+    assert_eq!(got, want);
 }
