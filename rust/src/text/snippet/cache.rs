@@ -1,4 +1,4 @@
-//! A per-thread cache of whole analyses of snippet texts, by content.
+//! A process-wide cache of whole analyses of snippet texts, by content.
 //!
 //! A page's snippets are most of what hydrating a search costs once its rows are read
 //! (SPEC §4.3; `docs/benchmarks.md`), and a long-running process (the MCP server, an
@@ -10,7 +10,7 @@
 //! - Keyed by the text itself (its Fx hash, then the text compared in full), so an entry
 //!   can never be stale: a changed section is another text. Only the trimmed text that
 //!   [`Analyzer::hits`] would scan is kept, with every term the pipeline yields for it
-//!   (as an id in one table per thread) and its char offsets.
+//!   (as an id in the cache's term table) and its char offsets.
 //! - Built on a text's third sighting ([`KEEP_AT`]): the earlier ones are answered by the
 //!   filtered scan and only counted (by hash), so a one-off search pays a hash of the text
 //!   more, not a whole analysis. The whole analysis (with the indexer's shortcuts,
@@ -21,28 +21,32 @@
 //!   [`pipeline::run`] yields for the text, in its order, kept when they are one of the
 //!   query's (the scan's property tests hold it to that reference; `tests.rs` holds the
 //!   cache to the scan).
-//! - Bounded: [`LIMIT`] bytes a thread (the texts, their words and the term table),
+//! - Bounded: [`LIMIT`] bytes for the process (the texts, their words and the tables),
 //!   emptied whole when full; texts over [`MAX_TEXT_BYTES`] are never kept.
+//! - One for the process, behind a lock, not one per thread: the MCP server runs each
+//!   call on whichever worker thread is free, and a bound per thread would multiply by
+//!   the threads. The lock is held for a lookup and a kept text's matching (a few µs),
+//!   and for a text's analysis when it is kept; never for a scan.
 //!
 //! The analysis depends on the text alone: the analyzer has one configuration
-//! ([`Analyzer::id`]), so one cache serves every `Analyzer` of a thread.
+//! ([`Analyzer::id`]), so one cache serves every `Analyzer`.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{LazyLock, Mutex};
 
 use super::{to_char_offsets, Hit};
 use crate::text::stem::CachedStemmer;
 use crate::text::strtable::{Found, StrTable};
 use crate::text::{pipeline, Analyzer, FxHasher};
 
-/// Bytes a thread's cache counts before it is emptied.
+/// Bytes the cache counts before it is emptied.
 pub(crate) const LIMIT: usize = 32 << 20;
 /// Texts longer than this are scanned each time, never kept.
 pub(crate) const MAX_TEXT_BYTES: usize = 1 << 20;
 /// A text is kept on this sighting; the earlier ones are scanned and counted.
 pub(super) const KEEP_AT: u8 = 3;
-/// Texts seen but not kept that a thread counts; forgotten all at once when full.
+/// Texts seen but not kept that the cache counts; forgotten all at once when full.
 const SEEN_LIMIT: usize = 1 << 16;
 /// What an entry costs beyond its bytes (the map slot, the boxes' headers).
 const ENTRY_OVERHEAD: usize = 64;
@@ -81,29 +85,29 @@ pub(super) struct Cache {
     limit: usize,
 }
 
-thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::new(LIMIT));
-}
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::new(LIMIT)));
 
-/// [`Analyzer::hits`] of `text` for `terms`, from this thread's cache where it can.
+/// [`Analyzer::hits`] of `text` for `terms`, from the process's cache where it can.
 pub(super) fn hits(analyzer: &Analyzer, text: &str, terms: &[&str]) -> Vec<Hit> {
     if text.len() > MAX_TEXT_BYTES {
         return analyzer.hits(text, terms);
     }
-    let cached = CACHE.try_with(|cell| {
-        let mut cache = cell.try_borrow_mut().ok()?;
-        cache.hits(analyzer, text, terms)
-    });
-    match cached {
-        Ok(Some(hits)) => hits,
-        _ => analyzer.hits(text, terms),
-    }
+    // The lock is held for the lookup (and a text's analysis when it is kept), not for
+    // a scan; a poisoned lock leaves every text to the scan.
+    let cached = CACHE
+        .lock()
+        .ok()
+        .and_then(|mut cache| cache.hits(analyzer, text, terms));
+    cached.unwrap_or_else(|| analyzer.hits(text, terms))
 }
 
-/// What this thread's cache holds: (texts kept, texts seen but not kept, bytes counted).
+/// Whether the process's cache keeps `text`, and its sightings counted if not.
 #[cfg(test)]
-pub(super) fn stats() -> (usize, usize, usize) {
-    CACHE.with(|cell| cell.borrow().stats())
+pub(super) fn state_of(text: &str) -> (bool, u8) {
+    let cache = CACHE.lock().expect("not poisoned");
+    let key = hash(text);
+    let kept = cache.texts.get(&key).is_some_and(|k| &*k.text == text);
+    (kept, cache.seen.get(&key).copied().unwrap_or(0))
 }
 
 pub(super) fn hash(text: &str) -> u64 {
@@ -468,19 +472,27 @@ mod tests {
     }
 
     #[test]
-    fn the_thread_cache_serves_snippets() {
+    fn the_process_cache_serves_snippets() {
         let a = Analyzer::new();
-        // A text no other test uses, so this thread's cache sees it first here.
+        // A text no other test uses, so the cache sees it first here.
         let text =
             "Kept snippets: zebrafish cardiomyocytes regenerate; zebrafish fins too. ".repeat(8);
+        let trimmed = text.trim_end();
         let want = a.snippet(&text, &["zebrafish", "fin"], 60, None);
-        let (kept_before, _, _) = stats();
-        for _ in 0..KEEP_AT {
+        assert_eq!(state_of(trimmed), (false, 1));
+        for sighting in 2..=KEEP_AT + 1 {
             assert_eq!(a.snippet(&text, &["zebrafish", "fin"], 60, None), want);
+            let kept = sighting >= KEEP_AT;
+            assert_eq!(state_of(trimmed), (kept, if kept { 0 } else { sighting }));
         }
-        let (kept_after, _, _) = stats();
-        assert_eq!(kept_after, kept_before + 1);
-        assert_eq!(a.hits(text.trim_end(), &["zebrafish"]).len(), 16);
+        // From another thread too.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let b = Analyzer::new();
+                assert_eq!(b.snippet(&text, &["zebrafish", "fin"], 60, None), want);
+            });
+        });
+        assert_eq!(state_of(trimmed), (true, 0));
     }
 
     #[test]
@@ -530,15 +542,11 @@ mod tests {
     fn long_texts_are_not_kept() {
         let a = Analyzer::new();
         let text = "cells ".repeat(MAX_TEXT_BYTES / 6 + 1);
-        assert!(text.trim_end().len() > MAX_TEXT_BYTES);
-        let (kept_before, seen_before, _) = stats();
-        for _ in 0..3 {
-            assert_eq!(
-                tuples(&hits(&a, text.trim_end(), &["cell"])).len(),
-                text.len() / 6
-            );
+        let text = text.trim_end();
+        assert!(text.len() > MAX_TEXT_BYTES);
+        for _ in 0..=KEEP_AT {
+            assert_eq!(hits(&a, text, &["cell"]).len(), MAX_TEXT_BYTES / 6 + 1);
+            assert_eq!(state_of(text), (false, 0));
         }
-        assert_eq!(stats().0, kept_before);
-        assert_eq!(stats().1, seen_before);
     }
 }
