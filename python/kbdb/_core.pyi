@@ -85,9 +85,9 @@ class Hits:
     @property
     def scores(self) -> list[float]: ...
     @property
-    def matched(self) -> list[list[int]]:
-        """Per hit, per clause: the bitmask of fields (FIELD_*) where that clause matched
-        (any of its alternatives); 0 when it did not match."""
+    def matched(self) -> list[bytes]:
+        """Per hit, per clause (a byte each): the bitmask of fields (FIELD_*) where that
+        clause matched (any of its alternatives); 0 when it did not match."""
     @property
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""

@@ -4,7 +4,9 @@ input, and highlight spans that cover exactly the matched words."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given, settings
@@ -184,6 +186,34 @@ def test_batched_snippets_equal_one_at_a_time(
         for text, fallback, clauses in jobs
     ]
     assert got == want
+
+
+def test_snippets_from_many_threads_at_once_equal_the_reference() -> None:
+    """The kept analyses are shared by the process's threads: six threads showing the
+    same texts again and again, at once, each get the reference's snippets."""
+    rng = random.Random(7)
+    pages = []
+    for _ in range(12):
+        jobs = [
+            (
+                "".join(rng.choice(WORDS) + rng.choice(SEPARATORS) for _ in range(90)),
+                None,
+                [rng.randrange(3)],
+            )
+            for _ in range(5)
+        ]
+        alternatives = [sorted(_terms([rng.choice(WORDS)])) for _ in range(3)]
+        want = [reference_snippet(text, set(alternatives[c[0]]), 80) for text, _, c in jobs]
+        pages.append((jobs, alternatives, want))
+
+    def show(_: int) -> int:
+        for _ in range(6):
+            for jobs, alternatives, want in pages:
+                assert ANALYZER.snippets(jobs, alternatives, width=80) == want
+        return 1
+
+    with ThreadPoolExecutor(6) as pool:
+        assert sum(pool.map(show, range(6))) == 6
 
 
 def test_batched_snippets_reject_an_unknown_clause() -> None:

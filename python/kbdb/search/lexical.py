@@ -72,7 +72,7 @@ class Hit:
 
     kbid: str
     score: float
-    matched: list[int]
+    matched: Sequence[int]  # per clause, the fields it matched in (FIELD_* bits)
     relaxed: bool = False
     explain: list[tuple[int, str, str, float]] | None = None
     boost: float = 1.0
