@@ -7,8 +7,8 @@
 //! it must run again for every new query; a text's whole analysis, once kept, answers any
 //! query's hits with one pass over its words.
 //!
-//! - Keyed by the text itself (its Fx hash, then the text compared in full), so an entry
-//!   can never be stale: a changed section is another text. Only the trimmed text that
+//! - Keyed by the text itself (a hash of its length and ends, then the text compared in
+//!   full), so an entry can never be stale: a changed section is another text. Only the trimmed text that
 //!   [`Analyzer::hits`] would scan is kept, with every term the pipeline yields for it
 //!   (as an id in the cache's term table) and its char offsets.
 //! - Built on a text's third sighting ([`KEEP_AT`]): the earlier ones are answered by the
@@ -40,6 +40,8 @@ use crate::text::stem::CachedStemmer;
 use crate::text::strtable::{Found, StrTable};
 use crate::text::{pipeline, Analyzer, FxHasher};
 
+/// Bytes at each end of a text that its key hashes.
+const HASHED_BYTES: usize = 128;
 /// Bytes the cache counts before it is emptied.
 pub(crate) const LIMIT: usize = 32 << 20;
 /// Texts longer than this are scanned each time, never kept.
@@ -110,10 +112,21 @@ pub(super) fn state_of(text: &str) -> (bool, u8) {
     (kept, cache.seen.get(&key).copied().unwrap_or(0))
 }
 
+/// The key of `text`: a hash of its length and of its first and last [`HASHED_BYTES`]
+/// bytes (all of a shorter text). Texts that share those and differ in between share a
+/// key; the text compared in full tells them apart (the second is then scanned, never
+/// served the first one's words), so this costs only speed, not exactness, and saves
+/// hashing every byte of every text shown.
 pub(super) fn hash(text: &str) -> u64 {
+    let bytes = text.as_bytes();
     let mut h = FxHasher::default();
-    h.write(text.as_bytes());
-    h.write_usize(text.len());
+    h.write_usize(bytes.len());
+    if bytes.len() <= 2 * HASHED_BYTES {
+        h.write(bytes);
+    } else {
+        h.write(&bytes[..HASHED_BYTES]);
+        h.write(&bytes[bytes.len() - HASHED_BYTES..]);
+    }
     h.finish()
 }
 
@@ -536,6 +549,28 @@ mod tests {
         cache.texts.insert(hash(text), kept);
         assert!(cache.hits(&a, text, &["cell"]).is_none());
         assert!(cache.hits(&a, text, &["cell"]).is_none());
+    }
+
+    #[test]
+    fn texts_with_the_same_ends_are_told_apart() {
+        let a = Analyzer::new();
+        let mut cache = Cache::new(LIMIT);
+        let ends = "Prologue words of a template. ".repeat(6);
+        let (one, two) = (
+            format!("{ends} cells divide {ends}"),
+            format!("{ends} tissue grows {ends}"),
+        );
+        assert_eq!(one.len(), two.len());
+        assert_eq!(hash(&one), hash(&two));
+        for _ in 0..KEEP_AT {
+            cache.hits(&a, &one, &["cell"]);
+        }
+        assert!(cache.hits(&a, &one, &["cell"]).is_some());
+        for _ in 0..=KEEP_AT {
+            // Never the first text's words: scanned each time.
+            assert!(cache.hits(&a, &two, &["cell", "tissu"]).is_none());
+        }
+        assert_eq!(scan(&a, &two, &["cell", "tissu"]).len(), 1);
     }
 
     #[test]

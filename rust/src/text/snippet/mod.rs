@@ -695,8 +695,8 @@ impl WindowChar for u8 {
 
     #[inline]
     fn push_run(run: &[u8], out: &mut String) {
-        // The window of an all-ASCII text: always valid UTF-8.
-        out.push_str(std::str::from_utf8(run).unwrap_or_default());
+        // ASCII bytes, each its own char (no UTF-8 check per run).
+        out.extend(run.iter().map(|&b| char::from(b)));
     }
 }
 
