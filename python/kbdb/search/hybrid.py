@@ -114,7 +114,7 @@ def _hit(f: Fused, lex: Hit | None, required: int, mode: str, fusion: str) -> Hi
     return Hit(
         kbid=f.kbid,
         score=f.score,
-        matched=list(lex.matched) if lex else [],
+        matched=lex.matched if lex else b"",
         relaxed=bool(lex and lex.relaxed and f.vector_rank is None),
         explain=lex.explain if lex else None,
         boost=lex.boost if lex else 1.0,

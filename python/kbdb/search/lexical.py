@@ -72,7 +72,7 @@ class Hit:
 
     kbid: str
     score: float
-    matched: Sequence[int]  # per clause, the fields it matched in (FIELD_* bits)
+    matched: bytes  # per clause, the fields it matched in (FIELD_* bits)
     relaxed: bool = False
     explain: list[tuple[int, str, str, float]] | None = None
     boost: float = 1.0
@@ -278,18 +278,13 @@ class LexicalSearcher:
         # The hits still shown, each with its row, matched clauses, their fields' mask and
         # the index of its snippet job (None for an image: its snippet is empty). The
         # page's snippets are made in one call.
-        shown: list[tuple[Hit, _Row, list[int], int, int | None]] = []
-        jobs: list[tuple[str, str | None, list[int]]] = []
+        shown: list[tuple[Hit, _Row, tuple[int, ...], int, int | None]] = []
+        jobs: list[tuple[str, str | None, tuple[int, ...]]] = []
         for h in page:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
                 continue
-            matched_clauses = []
-            fields = 0
-            for i, mask in enumerate(h.matched):
-                if mask:
-                    matched_clauses.append(i)
-                    fields |= mask
+            matched_clauses, fields = _MATCHED.get(h.matched) or _matched(h.matched)
             job = None
             if not row.type.startswith("image/"):
                 # Cut from the indexed body; from the whole content (code included) when no
@@ -340,6 +335,25 @@ class LexicalSearcher:
                 )
             )
         return items
+
+
+# A hit's matched clauses and the union of their fields, per ``Hit.matched``: a query's
+# hits share a few patterns, so a lookup replaces a loop over the clauses.
+_MATCHED: dict[bytes, tuple[tuple[int, ...], int]] = {}
+_MATCHED_MAX = 4096
+
+
+def _matched(masks: bytes) -> tuple[tuple[int, ...], int]:
+    """The clauses that ``masks`` (``Hit.matched``) marks as matched, and the union of
+    their field masks; kept in ``_MATCHED``."""
+    fields = 0
+    for m in masks:
+        fields |= m
+    got = (tuple([i for i, m in enumerate(masks) if m]), fields)
+    if len(_MATCHED) >= _MATCHED_MAX:
+        _MATCHED.clear()
+    _MATCHED[masks] = got
+    return got
 
 
 class _Row(NamedTuple):
