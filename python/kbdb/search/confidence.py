@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from kbdb.search.rounding import round_to
 from kbdb.types import Verdict
 
 # Fitted by benches/calibrate_confidence.py on SciFact (see docs/search.md).
@@ -35,7 +36,7 @@ def confidence(score: float, bound: float, coverage: float) -> float:
     """How strong a lexical match is, in [0, 1]."""
     saturation = score / bound if bound > 0 else 0.0
     z = W0 + W_SAT * min(saturation, 1.0) + W_COV * coverage
-    return round(1.0 / (1.0 + math.exp(-z)), 4)
+    return round_to(1.0 / (1.0 + math.exp(-z)), 4)
 
 
 def verdict(top_confidence: float | None, relaxed: bool) -> Verdict:

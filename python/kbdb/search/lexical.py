@@ -26,6 +26,7 @@ from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence, verdict
 from kbdb.search.fields import body_fields
 from kbdb.search.query import ParsedQuery, parse_query
+from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database
@@ -325,7 +326,7 @@ class LexicalSearcher:
                     "" if job is None else texts[job],
                     tuple([surfaces[i] for i in matched_clauses]),
                     _FIELD_SETS[fields],
-                    round(h.score, 6),
+                    round_to(h.score, 6),
                     conf,
                     row.created_at,
                     h.relaxed,

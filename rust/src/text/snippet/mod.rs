@@ -672,8 +672,9 @@ trait WindowChar: Copy {
     /// The plain space, U+0020, where the cut may move to.
     fn is_blank(self) -> bool;
     fn push_to(self, out: &mut String);
-    /// Appends a run of chars (no whitespace among them).
-    fn push_run(run: &[Self], out: &mut String);
+
+    /// Appends `chars` squashed: its words joined by one space, no space at either end.
+    fn squash(chars: &[Self], out: &mut String);
 }
 
 impl WindowChar for u8 {
@@ -693,10 +694,22 @@ impl WindowChar for u8 {
         out.push(char::from(self));
     }
 
-    #[inline]
-    fn push_run(run: &[u8], out: &mut String) {
-        // ASCII bytes, each its own char (no UTF-8 check per run).
-        out.extend(run.iter().map(|&b| char::from(b)));
+    /// A byte at a time into a byte buffer, checked as UTF-8 once (ASCII: it is).
+    fn squash(chars: &[u8], out: &mut String) {
+        let mut bytes = Vec::with_capacity(chars.len());
+        let mut pending_space = false;
+        for &b in chars {
+            if b.is_py_space() {
+                pending_space = !bytes.is_empty();
+                continue;
+            }
+            if pending_space {
+                bytes.push(b' ');
+                pending_space = false;
+            }
+            bytes.push(b);
+        }
+        out.push_str(std::str::from_utf8(&bytes).unwrap_or_default());
     }
 }
 
@@ -716,9 +729,15 @@ impl WindowChar for char {
         out.push(self);
     }
 
-    #[inline]
-    fn push_run(run: &[char], out: &mut String) {
-        out.extend(run);
+    fn squash(chars: &[char], out: &mut String) {
+        let mut words = chars.split(|c| c.is_py_space()).filter(|w| !w.is_empty());
+        if let Some(first) = words.next() {
+            out.extend(first);
+            for w in words {
+                out.push(' ');
+                out.extend(w);
+            }
+        }
     }
 }
 
@@ -763,15 +782,7 @@ fn cut<C: WindowChar>(
         offset = 1;
     }
     if !spans {
-        // Squash: the words joined by one space, a run at a time.
-        let mut words = slice.split(|c| c.is_py_space()).filter(|w| !w.is_empty());
-        if let Some(first) = words.next() {
-            C::push_run(first, &mut out);
-            for w in words {
-                out.push(' ');
-                C::push_run(w, &mut out);
-            }
-        }
+        C::squash(slice, &mut out);
         if end < n {
             out.push(ELLIPSIS);
         }

@@ -403,6 +403,8 @@ proptest::proptest! {
         if text.is_ascii() {
             let got = cut(&text.as_bytes()[start..to], start, end, n, &hits, true);
             proptest::prop_assert_eq!(&got, &want);
+            let text_only = cut(&text.as_bytes()[start..to], start, end, n, &hits, false);
+            proptest::prop_assert_eq!(&text_only.text, &want.text);
         }
     }
 }
