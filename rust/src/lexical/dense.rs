@@ -20,7 +20,7 @@
 
 use std::cell::RefCell;
 
-use super::postings::TERMINATED;
+use super::postings::{BLOCK_LEN, TERMINATED};
 use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
 use super::topk::Scored;
 use super::{DocOrd, Score, FIELD_COUNT};
@@ -98,9 +98,15 @@ impl SegmentSearch<'_, '_> {
         bufs.dirty = true;
         let mut scorer = BlockScorer::new();
         let p = self.p;
+        // Per posting, the fields that hold its term, as a pattern (bit `f`: field `f`).
+        let mut present = [0u8; BLOCK_LEN];
         for (c, (alts, _)) in p.clauses.iter().enumerate() {
             let bit = 1u64 << c;
             let single = alts.len() == 1;
+            // What a posting of each pattern adds to its doc's field masks.
+            let adds: [[u64; FIELD_COUNT]; 1 << FIELD_COUNT] = std::array::from_fn(|pattern| {
+                std::array::from_fn(|f| if pattern >> f & 1 == 1 { bit } else { 0 })
+            });
             for &(t, w) in alts {
                 let Some(info) = self.seg.infos[t] else {
                     continue;
@@ -113,18 +119,26 @@ impl SegmentSearch<'_, '_> {
                     let m = docs.len();
                     let tfs: [&[u32]; FIELD_COUNT] = std::array::from_fn(|f| block.field_tfs(f, m));
                     let scores = scorer.score(p, self.seg, idf, docs, tfs);
+                    let present = &mut present[..m];
+                    present.fill(0);
+                    for (f, tf) in tfs.iter().enumerate() {
+                        for (p, &t) in present.iter_mut().zip(tf.iter()) {
+                            *p |= u8::from(t > 0) << f;
+                        }
+                    }
                     let (cells, touched) = (&mut bufs.cells[..n], &mut bufs.touched[..words]);
-                    for (j, &d) in docs.iter().enumerate() {
+                    for ((&d, &pattern), &s) in docs.iter().zip(present.iter()).zip(scores) {
                         let i = d as usize;
                         let Some(cell) = cells.get_mut(i) else {
                             continue; // an ordinal past the segment: never a match
                         };
                         touched[i / 64] |= 1 << (i % 64);
-                        for (f, mask) in cell.fields.iter_mut().enumerate() {
-                            *mask |= bit * u64::from(tfs[f][j] > 0);
+                        let add = &adds[usize::from(pattern) % adds.len()];
+                        for (mask, &a) in cell.fields.iter_mut().zip(add) {
+                            *mask |= a;
                         }
                         if single {
-                            cell.score += w * scores[j];
+                            cell.score += w * s;
                         }
                     }
                     if !single {
