@@ -60,3 +60,25 @@ def test_edges() -> None:
         for digits in (4, 6):
             check(x, digits)
     assert math.isnan(round_to(math.nan, 6))
+
+
+class _Float(float):
+    pass
+
+
+def test_anything_else_is_rounds_own() -> None:
+    # Not a float, or digits outside 0..15: ``round`` itself, same value and type.
+    for x, digits in [
+        (1, 4),
+        (True, 6),
+        (7, -1),
+        (0.123, -1),
+        (1234.5678, -2),
+        (0.5, 16),
+        (0.25, 40),
+        (_Float(0.12345675), 6),
+        (10**30, 4),
+    ]:
+        got, want = round_to(x, digits), round(x, digits)
+        assert type(got) is type(want), (x, digits)
+        assert got == want, (x, digits)

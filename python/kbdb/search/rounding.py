@@ -21,16 +21,19 @@ from __future__ import annotations
 import math
 
 _SCALES = tuple(10.0**n for n in range(16))
-# Below this, ulp(y) <= 1/8: the tie test above is exact arithmetic.
+# Below this, ulp(y) <= 1/8, so the tie test is decided right: ``y - n`` is exact (Sterbenz,
+# or n == 0), and its distance to 0.5 errs by far less than the ulp it is compared with.
 _MAX_FAST = 2.0**49
 
 
 def round_to(x: float, digits: int) -> float:
-    """``round(x, digits)``, bit for bit, for ``0 <= digits < 16``."""
-    scale = _SCALES[digits]
-    y = x * scale
-    if 0.0 < y < _MAX_FAST:
-        n = round(y)
-        if abs(abs(y - n) - 0.5) > math.ulp(y):
-            return n / scale
+    """``round(x, digits)``, bit for bit and type for type: the fast way for a ``float``
+    and ``0 <= digits < 16``, ``round`` itself for anything else."""
+    if type(x) is float and 0 <= digits < 16:
+        scale = _SCALES[digits]
+        y = x * scale
+        if 0.0 < y < _MAX_FAST:
+            n = round(y)
+            if abs(abs(y - n) - 0.5) > math.ulp(y):
+                return n / scale
     return round(x, digits)
