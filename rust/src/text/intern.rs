@@ -20,7 +20,33 @@ use super::stem::CachedStemmer;
 use super::strtable::{Found, StrTable};
 
 /// `words` value of a stop word.
-const STOP: u32 = u32::MAX;
+pub(crate) const STOP: u32 = u32::MAX;
+
+/// The term id of the simple word `word` as written: from `words`, or, the first time,
+/// its term (`stemmer.simple_term_into`, in `scratch`) given an id by `term_id` and the
+/// word added; [`STOP`] for a stop word. The word shortcut of both walks' sinks that
+/// intern terms (this module's, and the snippet cache's).
+#[inline]
+pub(crate) fn simple_word_id(
+    words: &mut StrTable<u32>,
+    stemmer: &CachedStemmer,
+    word: &str,
+    scratch: &mut String,
+    term_id: impl FnOnce(&str) -> u32,
+) -> u32 {
+    match words.find(word) {
+        Found::At(i) => words.value(i),
+        Found::Vacant { slot, hash } => {
+            let id = if stemmer.simple_term_into(word, scratch) {
+                term_id(scratch)
+            } else {
+                STOP
+            };
+            words.insert_vacant(word, slot, hash, id);
+            id
+        }
+    }
+}
 /// Chunks remembered at most; the cache is cleared when it is full (a few tens of MB).
 const CHUNK_CAP: usize = 1 << 18;
 /// Longer chunks (URLs, minified code) rarely repeat: they are analyzed, not remembered.
@@ -108,18 +134,11 @@ impl<F: FnMut(u32, u32)> Sink for IdSink<'_, F> {
         scratch: &mut String,
         (position, _, _): (u32, usize, usize),
     ) {
-        let id = match self.ids.words.find(word) {
-            Found::At(i) => self.ids.words.value(i),
-            Found::Vacant { slot, hash } => {
-                let id = if stemmer.simple_term_into(word, scratch) {
-                    self.ids.id(scratch)
-                } else {
-                    STOP
-                };
-                self.ids.words.insert_vacant(word, slot, hash, id);
-                id
-            }
-        };
+        let terms = &mut self.ids.terms;
+        let id = simple_word_id(&mut self.ids.words, stemmer, word, scratch, |t| {
+            // Fewer than 2^32 - 1 keys (the table checks), so never `STOP`.
+            terms.insert(t, ()).0 as u32
+        });
         if id != STOP {
             self.emit(id, position);
         }

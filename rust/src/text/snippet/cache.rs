@@ -38,6 +38,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{LazyLock, Mutex};
 
 use super::{to_char_offsets, Hit};
+use crate::text::intern::{simple_word_id, STOP};
 use crate::text::stem::CachedStemmer;
 use crate::text::strtable::{Found, StrTable};
 use crate::text::{pipeline, Analyzer, FxHasher};
@@ -291,8 +292,6 @@ struct Tables {
     spans: Vec<(u32, u8, u8)>,
 }
 
-/// `Tables::words` value of a stop word.
-const STOP: u32 = u32::MAX;
 /// Longer chunks rarely repeat, and their offsets would not fit a `u8`.
 const CHUNK_MAX_BYTES: usize = 48;
 
@@ -364,18 +363,10 @@ impl pipeline::Sink for WordSink<'_> {
         scratch: &mut String,
         (_, start, end): (u32, usize, usize),
     ) {
-        let id = match self.tables.words.find(word) {
-            Found::At(i) => self.tables.words.value(i),
-            Found::Vacant { slot, hash } => {
-                let id = if stemmer.simple_term_into(word, scratch) {
-                    self.tables.term(scratch)
-                } else {
-                    STOP
-                };
-                self.tables.words.insert_vacant(word, slot, hash, id);
-                id
-            }
-        };
+        let terms = &mut self.tables.terms;
+        let id = simple_word_id(&mut self.tables.words, stemmer, word, scratch, |t| {
+            terms.insert(t, ()).0 as u32
+        });
         if id != STOP {
             self.emit(id, start, end);
         }
