@@ -1,5 +1,6 @@
 //! Tests of the snippet window and of the scans that skip words (`super`).
 
+use super::scan::{Classes, PrefixFilter, RunMasks};
 use super::*;
 
 fn snip(text: &str, terms: &[&str], width: usize, fallback: Option<&str>) -> Snippet {
