@@ -14,6 +14,7 @@ pub mod failpoint;
 pub mod format;
 pub mod lexical;
 pub mod neardup;
+pub mod simd;
 pub mod text;
 pub mod vector;
 

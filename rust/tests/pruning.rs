@@ -9,6 +9,7 @@ mod common;
 
 use common::{kbid, random_docs, Rng, WORDS};
 use kbdb_core::lexical::{Bm25fParams, Clause, Doc, Evaluation, Hits, Index, Kbid, Query};
+use kbdb_core::simd;
 use proptest::prelude::*;
 
 const WEIGHTS: [f32; 5] = [1.0, 1.0, 0.6, 0.25, 0.0];
@@ -70,6 +71,10 @@ fn assert_all_exact(index: &Index, q: &Query) -> Hits {
     for eval in [Evaluation::MaxScore, Evaluation::Dense] {
         assert_same(&index.search_with(q, eval).unwrap(), &exhaustive, q);
     }
+    // The portable copy of the term-at-a-time loops and the block decoder (`simd`), which
+    // a CPU without AVX2 runs.
+    let portable = simd::portable(|| index.search_with(q, Evaluation::Dense).unwrap());
+    assert_same(&portable, &exhaustive, q);
     let hits = index.search(q).unwrap();
     assert_same(&hits, &exhaustive, q);
     hits
@@ -188,11 +193,12 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
     }
 }
 
-/// More than 64 essential clauses: each row keeps its column flags in several words (the
-/// general path of the MaxScore window, next to its one-word fast path), and some terms
-/// serve two clauses.
+/// Many clauses: past 21, the term-at-a-time cells keep a mask word per field instead of
+/// one packed word, up to 64 (beyond, MaxScore serves relaxed queries); past 64 essential
+/// clauses, each MaxScore row keeps its column flags in several words (the general path of
+/// the window, next to its one-word fast path). Some terms serve two clauses.
 #[test]
-fn more_than_64_clauses_match_the_exhaustive_ranking() {
+fn many_clauses_match_the_exhaustive_ranking() {
     // Two-letter suffixes after "zq": words no stemmer or stop list touches.
     let vocab: Vec<String> = (0..120)
         .map(|i| {
@@ -217,7 +223,17 @@ fn more_than_64_clauses_match_the_exhaustive_ranking() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let index = two_segments(dir.path(), &docs);
-    for (n_clauses, limit) in [(70, 10), (100, 3), (130, 30)] {
+    let cases = [
+        (21, 10),
+        (22, 10),
+        (40, 30),
+        (64, 5),
+        (65, 10),
+        (70, 10),
+        (100, 3),
+        (130, 30),
+    ];
+    for (n_clauses, limit) in cases {
         // Clause c asks for vocab[c % 120]: past 120 clauses, terms repeat.
         let clauses = (0..n_clauses)
             .map(|c| Clause {
@@ -233,5 +249,70 @@ fn more_than_64_clauses_match_the_exhaustive_ranking() {
         };
         let pruned = assert_all_exact(&index, &q);
         assert_eq!(pruned.kbids.len(), limit);
+        assert_tiers(&index, &q, &mut rng);
+        // A few required clauses among many, in one pass (the rarest df is below 1000):
+        // strict hits exist, and a required term held only in the heading must count.
+        let mut few = q.clone();
+        for (c, clause) in few.clauses.iter_mut().enumerate() {
+            clause.required = c % 11 == 0 && c < 33;
+        }
+        few.require_all = true;
+        let (strict, relaxed) = index.search_tiers(&few, 1000).unwrap();
+        assert!(!strict.kbids.is_empty(), "{n_clauses} clauses");
+        assert_same(&strict, &index.search(&few).unwrap(), &few);
+        let loose = Query {
+            require_all: false,
+            ..few.clone()
+        };
+        assert_same(&relaxed.unwrap(), &index.search(&loose).unwrap(), &loose);
+    }
+}
+
+/// The term-at-a-time evaluation keeps a bitset of the touched docs only when the query's
+/// postings are few against the segment's docs, and otherwise reads every cell: queries of
+/// rare terms and of common ones, in turns on one thread (each must leave the cells clean
+/// for the next), with deletes and `allow` filters, match the exhaustive ranking.
+#[test]
+fn rare_and_common_terms_in_turns_match_the_exhaustive_ranking() {
+    let mut rng = Rng(20261204);
+    let mut docs = random_docs(&mut rng, 0, 3_000);
+    for (i, doc) in docs.iter_mut().enumerate() {
+        if i % 150 == 7 {
+            doc.fields[1].push_str(" zqrare");
+        }
+        if i % 700 == 3 {
+            doc.fields[0].push_str(" zqrarer zqrare");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path(), &docs, 1, 10, &mut rng);
+    let index = Index::open(dir.path(), false).unwrap();
+    let kbids: Vec<Kbid> = docs.iter().map(|d| d.kbid).collect();
+    let clause = |word: &str, required: bool| Clause {
+        alternatives: vec![(word.to_string(), 1.0)],
+        required,
+    };
+    let queries = [
+        vec![clause("zqrare", true)],
+        vec![clause("alpha", true), clause("kernel", true)],
+        vec![clause("zqrare", true), clause("zqrarer", false)],
+        vec![clause("zulu", false), clause("zqrare", true)],
+        vec![clause("zqrarer", true)],
+    ];
+    for round in 0..4 {
+        for clauses in &queries {
+            let mut q = Query {
+                clauses: clauses.clone(),
+                require_all: false,
+                limit: [3, 10, 30, 100][round],
+                ..Query::default()
+            };
+            if round == 3 {
+                q.allow = Some(kbids.iter().copied().filter(|k| k[15] % 4 != 1).collect());
+            }
+            let hits = assert_all_exact(&index, &q);
+            assert!(hits.total > 0, "{q:?}");
+            assert_tiers(&index, &q, &mut rng);
+        }
     }
 }

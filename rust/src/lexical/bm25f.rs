@@ -164,22 +164,26 @@ impl FieldNorms {
 }
 
 impl FieldNorms {
-    /// [`FieldNorms::score`] of `n` postings at once, bit for bit: `factors[j]` and the
-    /// field frequencies `tfs[f][j]` of posting `j` in, scores out. Two passes (tf̃, then
-    /// the saturation) so that the divisions of a block run as vector instructions
-    /// instead of one dependent `divss` per posting.
-    #[inline]
+    /// [`FieldNorms::score`] of `n` postings at once, bit for bit: the field frequencies
+    /// `tfs[f][j]` and length factors `factors[f][j]` of posting `j` in (one slice per
+    /// field), scores out. A pass per field adds its `tf_f · factor_f` to each posting's
+    /// tf̃ in [`pseudo_tf`]'s order, then one pass saturates: each pass is a plain loop
+    /// over slices, so the products and the divisions of a block run as vector
+    /// instructions instead of one dependent chain per posting.
+    #[inline(always)]
     pub fn score_block(
         &self,
         idf: Score,
         tfs: [&[u32]; FIELD_COUNT],
-        factors: &[[Score; FIELD_COUNT]],
+        factors: [&[Score]; FIELD_COUNT],
         out: &mut [Score],
     ) {
         let n = out.len();
-        let (tfs, factors) = (tfs.map(|t| &t[..n]), &factors[..n]);
-        for (j, o) in out.iter_mut().enumerate() {
-            *o = pseudo_tf(std::array::from_fn(|f| tfs[f][j]), factors[j]);
+        out.fill(0.0);
+        for f in 0..FIELD_COUNT {
+            for ((o, &tf), &factor) in out.iter_mut().zip(&tfs[f][..n]).zip(&factors[f][..n]) {
+                *o += tf as Score * factor;
+            }
         }
         let k1 = self.k1;
         for o in out.iter_mut() {

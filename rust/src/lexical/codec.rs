@@ -104,6 +104,26 @@ pub fn unpack(bytes: &[u8], width: u32, out: &mut [u32]) -> Option<()> {
     if width > 32 || bytes.len() < packed_len(out.len(), width) {
         return None;
     }
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::avx2() {
+        // SAFETY: the CPU has AVX2 (`simd::avx2` checked it).
+        unsafe { unpack_avx2(bytes, width, out) };
+        return Some(());
+    }
+    unpack_checked(bytes, width, out);
+    Some(())
+}
+
+/// [`unpack_checked`] compiled for AVX2 (`crate::simd`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn unpack_avx2(bytes: &[u8], width: u32, out: &mut [u32]) {
+    unpack_checked(bytes, width, out);
+}
+
+/// [`unpack`] once `width` and the length of `bytes` are checked.
+#[inline(always)]
+fn unpack_checked(bytes: &[u8], width: u32, out: &mut [u32]) {
     macro_rules! by_width {
         ($($w:literal)*) => {
             match width {
@@ -114,7 +134,6 @@ pub fn unpack(bytes: &[u8], width: u32, out: &mut [u32]) -> Option<()> {
     }
     by_width!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30
         31 32);
-    Some(())
 }
 
 /// Value `index` of a run packed by [`pack`], or `None` past the end of `bytes`.
@@ -212,8 +231,15 @@ mod tests {
         assert_eq!(r.varint(), Some(u32::MAX));
     }
 
+    /// Under both copies of `unpack` (`crate::simd`): the AVX2 one where the CPU has it,
+    /// and the portable one.
     #[test]
     fn packing_round_trips_at_every_width() {
+        round_trips_at_every_width();
+        crate::simd::portable(round_trips_at_every_width);
+    }
+
+    fn round_trips_at_every_width() {
         for width in 0..=32u32 {
             for n in [0usize, 1, 7, 8, 9, 63, 128] {
                 let max = if width == 0 {

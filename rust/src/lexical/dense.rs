@@ -10,13 +10,19 @@
 //! gets each present clause's value (its best alternative, `weight × score`, from the same
 //! block scorer as MaxScore) added in that order, starting from 0.0; absent clauses add
 //! nothing, as their exact +0.0 does in the exhaustive sum. So every doc's score has the
-//! bits the exhaustive evaluation gives it. The matched fields are kept per doc as one
-//! clause bitmask per field (64 clauses at most: [`fits`]), and `total` counts the live
+//! bits the exhaustive evaluation gives it. The matched fields are kept per doc as clause
+//! bitmasks: for up to 21 clauses all three fields in one word (a posting adds to its doc
+//! with one `or`), for up to 64 a word per field ([`fits`]); `total` counts the live
 //! touched docs.
 //!
-//! The cells stay all zero between queries: the final pass, which visits every touched
-//! doc, clears each cell it reads. A query that stops on a corrupt block leaves them
-//! dirty, and the next one clears them whole.
+//! The final pass visits the touched docs in doc order: from a bitset kept as postings
+//! arrive when they are few against the segment's docs, otherwise by reading every cell
+//! (a touched cell has a clause bit set). The loops run in an AVX2 copy where the CPU has
+//! it (`crate::simd`; same operations, same bits).
+//!
+//! The cells stay all zero between queries: the final pass clears each cell it reads. A
+//! query that stops on a corrupt block leaves them dirty, and the next one clears them
+//! whole.
 
 use std::cell::RefCell;
 
@@ -27,8 +33,8 @@ use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Segments with at most this many docs are searched term at a time by
 /// `Evaluation::Auto`; larger ones with MaxScore, whose pruning pays when posting lists
-/// are long. At this size the cells (32 bytes a doc, 512 KiB) still fit a core's L2
-/// cache. Measured with SciFact's queries cut to 1, 2, 3 and all clauses, top 10 and 30,
+/// are long. At this size the cells (16 bytes a doc, 256 KiB; 32 past 21 clauses) still
+/// fit a core's L2 cache. Measured with SciFact's queries cut to 1, 2, 3 and all clauses, top 10 and 30,
 /// on SciFact repeated to each size (docs/benchmarks.md §2): term at a time took 0.53–0.85
 /// of MaxScore's time at 5k and 10k docs, 0.67–1.03 at 20k, 0.73–1.16 at 31k, and up to
 /// 1.41 at 62k.
@@ -36,21 +42,128 @@ pub const DENSE_MAX_DOCS: u32 = 1 << 14;
 
 /// Whether a query can be evaluated here: one bit per clause in the field masks.
 pub fn fits(clauses: usize) -> bool {
-    clauses <= 64
+    clauses <= Wide::CLAUSES
 }
 
-/// One doc's running score and, per field, the clauses that matched in it.
+/// A doc's clause masks per field, as its cell keeps them: for each field, the clauses
+/// whose terms the doc holds in it.
+trait Masks: Copy + Default {
+    /// Clauses at most.
+    const CLAUSES: usize;
+    /// What a posting of clause `c` adds, per pattern of the fields that hold its term
+    /// (bit `f`: field `f`).
+    fn adds(c: usize) -> [Self; 1 << FIELD_COUNT];
+    fn add(&mut self, other: Self);
+    fn is_empty(&self) -> bool;
+    /// The clauses matched in any field.
+    fn clauses(&self) -> u64;
+    /// The fields clause `c` matched in (bit `f`: field `f`).
+    fn fields(&self, c: usize) -> u8;
+    /// This thread's cells of this kind.
+    fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>>;
+}
+
+/// Up to 21 clauses, all fields in one word: bit `f * 21 + c` for clause `c` in field
+/// `f`, so that a posting adds to its doc with one `or`.
 #[derive(Clone, Copy, Default)]
-struct Cell {
+struct Packed(u64);
+
+/// Up to 64 clauses: a word per field.
+#[derive(Clone, Copy, Default)]
+struct Wide([u64; FIELD_COUNT]);
+
+const PACKED_BITS: usize = 21;
+const PACKED_CLAUSES: u64 = (1 << PACKED_BITS) - 1;
+
+impl Masks for Packed {
+    const CLAUSES: usize = PACKED_BITS;
+
+    fn adds(c: usize) -> [Self; 1 << FIELD_COUNT] {
+        std::array::from_fn(|pattern| {
+            Packed((0..FIELD_COUNT).fold(0, |m, f| {
+                m | u64::from(pattern >> f & 1 == 1) << (f * PACKED_BITS + c)
+            }))
+        })
+    }
+
+    #[inline(always)]
+    fn add(&mut self, other: Self) {
+        self.0 |= other.0;
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    #[inline(always)]
+    fn clauses(&self) -> u64 {
+        (0..FIELD_COUNT).fold(0, |m, f| m | self.0 >> (f * PACKED_BITS)) & PACKED_CLAUSES
+    }
+
+    #[inline(always)]
+    fn fields(&self, c: usize) -> u8 {
+        (0..FIELD_COUNT).fold(0, |m, f| m | ((self.0 >> (f * PACKED_BITS + c)) & 1) << f) as u8
+    }
+
+    fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>> {
+        &mut bufs.packed
+    }
+}
+
+impl Masks for Wide {
+    const CLAUSES: usize = 64;
+
+    fn adds(c: usize) -> [Self; 1 << FIELD_COUNT] {
+        std::array::from_fn(|pattern| {
+            Wide(std::array::from_fn(|f| {
+                u64::from(pattern >> f & 1 == 1) << c
+            }))
+        })
+    }
+
+    #[inline(always)]
+    fn add(&mut self, other: Self) {
+        for (m, a) in self.0.iter_mut().zip(other.0) {
+            *m |= a;
+        }
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|&m| m == 0)
+    }
+
+    #[inline(always)]
+    fn clauses(&self) -> u64 {
+        self.0.iter().fold(0, |a, &m| a | m)
+    }
+
+    #[inline(always)]
+    fn fields(&self, c: usize) -> u8 {
+        (0..FIELD_COUNT).fold(0, |m, f| m | ((self.0[f] >> c) & 1) << f) as u8
+    }
+
+    fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>> {
+        &mut bufs.wide
+    }
+}
+
+/// One doc's running score and its clause masks.
+#[derive(Clone, Copy, Default)]
+struct Cell<M> {
     score: Score,
-    fields: [u64; FIELD_COUNT],
+    masks: M,
 }
 
 /// Buffers reused across queries on one thread (evaluations never nest).
 #[derive(Default)]
 struct Buffers {
-    cells: Vec<Cell>,
-    /// Bitset of the docs any posting touched.
+    /// A cell per doc, of the kind the query's clause count needs.
+    packed: Vec<Cell<Packed>>,
+    wide: Vec<Cell<Wide>>,
+    /// Bitset of the docs any posting touched, kept when the query's postings are few
+    /// against the segment's docs (otherwise the final pass reads every cell).
     touched: Vec<u64>,
     /// A clause with several alternatives: its best value per doc so far, and the docs it
     /// touched (each once, by `seen`).
@@ -65,53 +178,88 @@ thread_local! {
     static BUFFERS: RefCell<Buffers> = RefCell::default();
 }
 
-/// A doc's per-clause field masks (bit `f` of byte `c`: clause `c` matched in field `f`).
-#[inline]
-fn fill_masks(doc_masks: &mut [u8], cell: &Cell) {
-    for (c, mask) in doc_masks.iter_mut().enumerate() {
-        *mask = (0..FIELD_COUNT)
-            .map(|f| (((cell.fields[f] >> c) & 1) as u8) << f)
-            .fold(0, |a, b| a | b);
-    }
-}
+/// The final pass reads every cell rather than the touched bitset when the query's
+/// postings number at least the segment's docs over this: keeping the bitset costs more
+/// per posting than reading a cell costs per doc.
+const READ_ALL_CELLS: u64 = 8;
 
 impl SegmentSearch<'_, '_> {
     pub(super) fn run_dense(&mut self) -> Step<()> {
-        with_buffers(&BUFFERS, |bufs| self.dense(bufs))
+        with_buffers(&BUFFERS, |bufs| {
+            if self.p.clauses.len() <= Packed::CLAUSES {
+                self.dense_on::<Packed>(bufs)
+            } else {
+                self.dense_on::<Wide>(bufs)
+            }
+        })
     }
 
-    fn dense(&mut self, bufs: &mut Buffers) -> Step<()> {
+    /// The evaluation with the AVX2 copy of its loops where the CPU has it
+    /// (`crate::simd`).
+    #[inline(always)]
+    fn dense_on<M: Masks>(&mut self, bufs: &mut Buffers) -> Step<()> {
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::avx2() {
+            // SAFETY: the CPU has AVX2 (`simd::avx2` checked it).
+            return unsafe { self.dense_avx2::<M>(bufs) };
+        }
+        self.dense::<M>(bufs)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn dense_avx2<M: Masks>(&mut self, bufs: &mut Buffers) -> Step<()> {
+        self.dense::<M>(bufs)
+    }
+
+    #[inline(always)]
+    fn dense<M: Masks>(&mut self, bufs: &mut Buffers) -> Step<()> {
         let n = self.seg.reader.doc_count() as usize;
         let words = n.div_ceil(64);
         if bufs.dirty {
-            bufs.cells.fill(Cell::default());
+            bufs.packed.fill(Cell::default());
+            bufs.wide.fill(Cell::default());
             bufs.touched.fill(0);
             bufs.best.fill(0.0);
             bufs.seen.fill(0);
         }
-        if bufs.cells.len() < n {
-            bufs.cells.resize(n, Cell::default());
+        if M::cells(bufs).len() < n {
+            M::cells(bufs).resize(n, Cell::default());
+        }
+        if bufs.best.len() < n {
             bufs.best.resize(n, 0.0);
             bufs.touched.resize(words, 0);
             bufs.seen.resize(words, 0);
         }
         bufs.dirty = true;
-        let mut scorer = BlockScorer::new();
         let p = self.p;
+        let postings: u64 = p
+            .clauses
+            .iter()
+            .flat_map(|(alts, _)| alts)
+            .filter_map(|&(t, _)| self.seg.infos[t])
+            .map(|info| u64::from(info.df))
+            .sum();
+        let track = postings.saturating_mul(READ_ALL_CELLS) < n as u64;
+        let mut scorer = BlockScorer::new();
+        let mut cells = std::mem::take(M::cells(bufs));
         // Per posting, the fields that hold its term, as a pattern (bit `f`: field `f`).
         let mut present = [0u8; BLOCK_LEN];
         for (c, (alts, _)) in p.clauses.iter().enumerate() {
-            let bit = 1u64 << c;
             let single = alts.len() == 1;
-            // What a posting of each pattern adds to its doc's field masks.
-            let adds: [[u64; FIELD_COUNT]; 1 << FIELD_COUNT] = std::array::from_fn(|pattern| {
-                std::array::from_fn(|f| if pattern >> f & 1 == 1 { bit } else { 0 })
-            });
+            // What a posting of each pattern adds to its doc's masks.
+            let adds = M::adds(c);
             for &(t, w) in alts {
-                let Some(info) = self.seg.infos[t] else {
-                    continue;
+                // The evaluation's own cursor (opened at its first block): each term is
+                // read once, so it is taken rather than opened again. A term repeated in
+                // the clauses (an alternative of two) has none left and opens one.
+                let mut cur = match self.cursors[t].take() {
+                    Some(cur) => cur,
+                    None => match self.seg.infos[t] {
+                        Some(info) => self.seg.reader.cursor(info)?,
+                        None => continue,
+                    },
                 };
-                let mut cur = self.seg.reader.cursor(info)?;
                 let idf = p.idf[t];
                 while cur.doc() != TERMINATED {
                     let block = cur.block()?;
@@ -126,17 +274,16 @@ impl SegmentSearch<'_, '_> {
                             *p |= u8::from(t > 0) << f;
                         }
                     }
-                    let (cells, touched) = (&mut bufs.cells[..n], &mut bufs.touched[..words]);
+                    let (cells, touched) = (&mut cells[..n], &mut bufs.touched[..words]);
                     for ((&d, &pattern), &s) in docs.iter().zip(present.iter()).zip(scores) {
                         let i = d as usize;
                         let Some(cell) = cells.get_mut(i) else {
                             continue; // an ordinal past the segment: never a match
                         };
-                        touched[i / 64] |= 1 << (i % 64);
-                        let add = &adds[usize::from(pattern) % adds.len()];
-                        for (mask, &a) in cell.fields.iter_mut().zip(add) {
-                            *mask |= a;
+                        if track {
+                            touched[i / 64] |= 1 << (i % 64);
                         }
+                        cell.masks.add(adds[usize::from(pattern) % adds.len()]);
                         if single {
                             cell.score += w * s;
                         }
@@ -162,52 +309,75 @@ impl SegmentSearch<'_, '_> {
                 // The clause's value, its best alternative, joins each doc's sum in clause order.
                 for &d in &bufs.clause_docs {
                     let i = d as usize;
-                    bufs.cells[i].score += bufs.best[i];
+                    cells[i].score += bufs.best[i];
                     bufs.best[i] = 0.0;
                     bufs.seen[i / 64] = 0;
                 }
                 bufs.clause_docs.clear();
             }
         }
-        for word in 0..words {
-            let mut bits = bufs.touched[word];
-            bufs.touched[word] = 0;
-            while bits != 0 {
-                let i = word * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let cell = std::mem::take(&mut bufs.cells[i]);
-                let d = i as DocOrd;
-                if !self.live(d) {
-                    continue;
+        // Every touched doc in doc order, its cell cleared as it is read.
+        if track {
+            for word in 0..words {
+                let mut bits = bufs.touched[word];
+                bufs.touched[word] = 0;
+                while bits != 0 {
+                    let i = word * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    self.finish_doc(std::mem::take(&mut cells[i]), i as DocOrd)?;
                 }
-                self.total += 1;
-                let mut masked = false;
-                if self.top.would_accept(cell.score) {
-                    fill_masks(&mut self.doc_masks, &cell);
-                    masked = true;
-                    self.offer(d, cell.score)?;
-                }
-                if let Some(tier) = self.strict.as_mut() {
-                    let matched = cell.fields.iter().fold(0, |a, &m| a | m);
-                    if matched & tier.required == tier.required {
-                        tier.total += 1;
-                        if tier.top.would_accept(cell.score) {
-                            if !masked {
-                                fill_masks(&mut self.doc_masks, &cell);
-                            }
-                            let kbid = self.seg.reader.kbid(d)?;
-                            let slot = (tier.masks.len() / self.doc_masks.len().max(1)) as u32;
-                            tier.masks.extend_from_slice(&self.doc_masks);
-                            tier.top.push(Scored {
-                                score: cell.score,
-                                key: (kbid, self.seg.index, d, slot),
-                            });
-                        }
-                    }
+            }
+        } else {
+            for (i, cell) in cells[..n].iter_mut().enumerate() {
+                if !cell.masks.is_empty() {
+                    self.finish_doc(std::mem::take(cell), i as DocOrd)?;
                 }
             }
         }
+        *M::cells(bufs) = cells;
         bufs.dirty = false;
         Ok(())
+    }
+
+    /// Counts a touched doc and offers it to the heap (and to the strict tier's, when every
+    /// required clause matched in it).
+    #[inline(always)]
+    fn finish_doc<M: Masks>(&mut self, cell: Cell<M>, d: DocOrd) -> Step<()> {
+        if !self.live(d) {
+            return Ok(());
+        }
+        self.total += 1;
+        let mut masked = false;
+        if self.top.would_accept(cell.score) {
+            fill_masks(&mut self.doc_masks, &cell.masks);
+            masked = true;
+            self.offer(d, cell.score)?;
+        }
+        if let Some(tier) = self.strict.as_mut() {
+            if cell.masks.clauses() & tier.required == tier.required {
+                tier.total += 1;
+                if tier.top.would_accept(cell.score) {
+                    if !masked {
+                        fill_masks(&mut self.doc_masks, &cell.masks);
+                    }
+                    let kbid = self.seg.reader.kbid(d)?;
+                    let slot = (tier.masks.len() / self.doc_masks.len().max(1)) as u32;
+                    tier.masks.extend_from_slice(&self.doc_masks);
+                    tier.top.push(Scored {
+                        score: cell.score,
+                        key: (kbid, self.seg.index, d, slot),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A doc's per-clause field masks (bit `f` of byte `c`: clause `c` matched in field `f`).
+#[inline]
+fn fill_masks<M: Masks>(doc_masks: &mut [u8], masks: &M) {
+    for (c, mask) in doc_masks.iter_mut().enumerate() {
+        *mask = masks.fields(c);
     }
 }

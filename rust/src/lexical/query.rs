@@ -174,21 +174,23 @@ pub struct SegmentView<'a> {
 /// Scores a decoded block's postings, term at a time (the MaxScore windows and the dense
 /// evaluation): each posting's length factors gathered, then one `score_block` pass.
 pub(super) struct BlockScorer {
-    factors: [[Score; FIELD_COUNT]; BLOCK_LEN],
+    /// Per field, the length factor of each posting's doc.
+    factors: [[Score; BLOCK_LEN]; FIELD_COUNT],
     scores: [Score; BLOCK_LEN],
 }
 
 impl BlockScorer {
     pub fn new() -> Self {
         BlockScorer {
-            factors: [[0.0; FIELD_COUNT]; BLOCK_LEN],
+            factors: [[0.0; BLOCK_LEN]; FIELD_COUNT],
             scores: [0.0; BLOCK_LEN],
         }
     }
 
     /// The BM25F score (before the clause weight) of each of `docs`, whose per-field
-    /// frequencies are `tfs`, for a term of this `idf`.
-    #[inline]
+    /// frequencies are `tfs`, for a term of this `idf`. Always inlined, so that it is
+    /// compiled with the caller's instruction set (`crate::simd`).
+    #[inline(always)]
     pub fn score(
         &mut self,
         p: &Prepared,
@@ -197,11 +199,14 @@ impl BlockScorer {
         docs: &[DocOrd],
         tfs: [&[u32]; FIELD_COUNT],
     ) -> &[Score] {
-        let n = docs.len();
-        let (factors, scores) = (&mut self.factors[..n], &mut self.scores[..n]);
-        for (slot, &d) in factors.iter_mut().zip(docs) {
-            *slot = seg.factors.get(d as usize).copied().unwrap_or_default();
+        let n = docs.len().min(BLOCK_LEN);
+        let [f0, f1, f2] = &mut self.factors;
+        let slots = f0.iter_mut().zip(f1.iter_mut()).zip(f2.iter_mut());
+        for (((a, b), c), &d) in slots.zip(docs) {
+            [*a, *b, *c] = seg.factors.get(d as usize).copied().unwrap_or_default();
         }
+        let scores = &mut self.scores[..n];
+        let factors = [&f0[..n], &f1[..n], &f2[..n]];
         p.norms.score_block(idf, tfs, factors, scores);
         scores
     }
