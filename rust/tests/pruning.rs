@@ -32,10 +32,16 @@ fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
         })
         .collect();
     let unit = |rng: &mut Rng| rng.below(101) as f32 / 100.0;
-    let params = Bm25fParams {
-        k1: [0.0, 0.5, 1.2, 2.0][rng.below(4)],
-        b: [unit(rng), unit(rng), unit(rng)],
-        weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng)],
+    // Half the queries share the default parameters, so that their terms' scored postings
+    // are kept and read back (`lexical::cache`); the others change them.
+    let params = if rng.below(2) == 0 {
+        Bm25fParams::default()
+    } else {
+        Bm25fParams {
+            k1: [0.0, 0.5, 1.2, 2.0][rng.below(4)],
+            b: [unit(rng), unit(rng), unit(rng)],
+            weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng)],
+        }
     };
     let allow = (rng.below(5) == 0).then(|| {
         kbids

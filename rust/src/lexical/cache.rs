@@ -7,14 +7,22 @@
 //! - Term lookups: per term, its [`TermInfo`] in every segment and its df summed over
 //!   them, so a repeated query term costs a hash lookup instead of a binary search of every
 //!   segment's dictionary. At most [`MAX_TERMS`] terms; the map is cleared when full.
+//! - Scored postings ([`Impacts`]): per term and segment, from the term's
+//!   [`IMPACTS_KEEP_AT`]-th term-at-a-time evaluation there on, its postings' docs, field
+//!   patterns and scores (before the clause weight) under one parameter set, so a later
+//!   query adds them to its cells without decoding or scoring a block. The scores are the
+//!   ones the evaluation computed, so a kept term scores with the same bits. At most
+//!   [`IMPACT_BYTES`] in all: past that, nothing more is kept (until the snapshot is
+//!   replaced, or the term map is cleared and returns their bytes).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::bm25f::FieldNorms;
 use super::index::LoadedSegment;
 use super::termdict::TermInfo;
-use super::{Score, FIELD_COUNT};
+use super::{DocOrd, Score, FIELD_COUNT};
 use crate::error::Result;
 
 /// Per segment, per doc: `w_f / norm_f(d)` for one set of BM25F parameters.
@@ -26,19 +34,106 @@ pub const FACTOR_SETS: usize = 2;
 /// Terms whose lookups a snapshot keeps.
 pub const MAX_TERMS: usize = 1 << 16;
 
+/// Bytes of scored postings ([`Impacts`]) a snapshot keeps, at most.
+pub const IMPACT_BYTES: usize = 32 << 20;
+/// A term's postings in a segment are kept scored from its evaluation there with this
+/// count on (a term used once costs no copy).
+pub const IMPACTS_KEEP_AT: u32 = 2;
+
+/// What scores depend on besides the snapshot and the term: the doc factors' parameters
+/// ([`FieldNorms::key`]) and `k1`'s bits.
+pub type ImpactKey = (NormsKey, u32);
+
 /// One term across a snapshot's segments.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct TermEntry {
     /// Per segment: where its postings are, if it occurs there.
     pub infos: Vec<Option<TermInfo>>,
     /// Docs containing it, summed over segments (tombstoned ones included).
     pub df: u64,
+    impacts: Mutex<ImpactSlots>,
+}
+
+/// A term's kept scored postings: one parameter set, per segment its evaluations so far
+/// and its [`Impacts`] once kept.
+#[derive(Debug, Default)]
+struct ImpactSlots {
+    key: Option<ImpactKey>,
+    segments: Vec<(u32, Option<Arc<Impacts>>)>,
+}
+
+/// A term's postings in one segment as the term-at-a-time evaluation adds them to its
+/// cells: per posting, its doc, the pattern of the fields that hold the term (bit `f`:
+/// field `f`) and its score before the clause weight. Returns its bytes to the snapshot's
+/// budget when dropped.
+#[derive(Debug)]
+pub struct Impacts {
+    pub docs: Vec<DocOrd>,
+    pub patterns: Vec<u8>,
+    pub scores: Vec<Score>,
+    used: Arc<AtomicUsize>,
+}
+
+impl Impacts {
+    fn bytes(&self) -> usize {
+        self.docs.capacity() * size_of::<DocOrd>()
+            + self.patterns.capacity()
+            + self.scores.capacity() * size_of::<Score>()
+    }
+}
+
+impl Drop for Impacts {
+    fn drop(&mut self) {
+        self.used.fetch_sub(self.bytes(), Relaxed);
+    }
+}
+
+/// How an evaluation reads a term's postings in a segment.
+pub enum ImpactUse {
+    /// From its kept scored postings.
+    Kept(Arc<Impacts>),
+    /// By decoding and scoring its blocks, keeping what it computes ([`SnapshotCache::keep`]).
+    Keep,
+    /// By decoding and scoring its blocks.
+    Decode,
+}
+
+impl TermEntry {
+    fn new(infos: Vec<Option<TermInfo>>, df: u64) -> TermEntry {
+        TermEntry {
+            infos,
+            df,
+            impacts: Mutex::default(),
+        }
+    }
+
+    /// Counts an evaluation of this term in segment `seg` under `key`, and says how it
+    /// reads the postings. A new parameter set drops what was kept under the last one.
+    pub fn impacts(&self, seg: usize, key: ImpactKey) -> ImpactUse {
+        let mut slots = self.impacts.lock().unwrap_or_else(PoisonError::into_inner);
+        if slots.key != Some(key) {
+            slots.key = Some(key);
+            slots.segments.clear();
+        }
+        if slots.segments.len() <= seg {
+            slots.segments.resize(seg + 1, (0, None));
+        }
+        let (uses, kept) = &mut slots.segments[seg];
+        *uses = uses.saturating_add(1);
+        match kept {
+            Some(impacts) => ImpactUse::Kept(impacts.clone()),
+            None if *uses >= IMPACTS_KEEP_AT => ImpactUse::Keep,
+            None => ImpactUse::Decode,
+        }
+    }
 }
 
 #[derive(Default)]
 pub struct SnapshotCache {
     factors: Mutex<Vec<(NormsKey, Arc<DocFactors>)>>,
     terms: RwLock<HashMap<Box<str>, Arc<TermEntry>>>,
+    /// Bytes held by kept scored postings.
+    impact_bytes: Arc<AtomicUsize>,
 }
 
 impl SnapshotCache {
@@ -80,12 +175,122 @@ impl SnapshotCache {
             infos.push(dict.get(term.as_bytes()).map_err(|m| s.reader.corrupt(m))?);
         }
         let df = infos.iter().flatten().map(|i| u64::from(i.df)).sum();
-        let entry = Arc::new(TermEntry { infos, df });
+        let entry = Arc::new(TermEntry::new(infos, df));
         let mut terms = self.terms.write().unwrap_or_else(PoisonError::into_inner);
         if terms.len() >= MAX_TERMS {
             terms.clear();
         }
         terms.insert(term.into(), entry.clone());
         Ok(entry)
+    }
+
+    /// Keeps `term`'s scored postings in segment `seg` under `key` (as [`ImpactUse::Keep`]
+    /// asked), unless that would pass [`IMPACT_BYTES`] or the term's parameter set has
+    /// moved on meanwhile.
+    pub fn keep(
+        &self,
+        term: &TermEntry,
+        seg: usize,
+        key: ImpactKey,
+        docs: Vec<DocOrd>,
+        patterns: Vec<u8>,
+        scores: Vec<Score>,
+    ) {
+        let impacts = Impacts {
+            docs,
+            patterns,
+            scores,
+            used: self.impact_bytes.clone(),
+        };
+        let bytes = impacts.bytes();
+        if self.impact_bytes.fetch_add(bytes, Relaxed) + bytes > IMPACT_BYTES {
+            return; // dropping it returns the bytes
+        }
+        let mut slots = term.impacts.lock().unwrap_or_else(PoisonError::into_inner);
+        if slots.key == Some(key) {
+            if let Some((_, kept)) = slots.segments.get_mut(seg) {
+                kept.get_or_insert_with(|| Arc::new(impacts));
+            }
+        }
+    }
+
+    /// Bytes held by kept scored postings (what [`IMPACT_BYTES`] bounds).
+    pub fn impact_bytes(&self) -> usize {
+        self.impact_bytes.load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(k1: f32) -> ImpactKey {
+        ([0; 3 * FIELD_COUNT], k1.to_bits())
+    }
+
+    fn kept(entry: &TermEntry, seg: usize, k: ImpactKey) -> Option<Arc<Impacts>> {
+        match entry.impacts(seg, k) {
+            ImpactUse::Kept(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn kept_from_the_second_use_per_segment_and_parameter_set() {
+        let cache = SnapshotCache::default();
+        let entry = TermEntry::new(vec![None, None], 3);
+        assert!(matches!(entry.impacts(1, key(1.2)), ImpactUse::Decode));
+        assert!(matches!(entry.impacts(1, key(1.2)), ImpactUse::Keep));
+        cache.keep(&entry, 1, key(1.2), vec![2, 5], vec![1, 3], vec![0.5, 0.25]);
+        let got = kept(&entry, 1, key(1.2)).unwrap();
+        assert_eq!(
+            (&got.docs[..], &got.patterns[..]),
+            (&[2, 5][..], &[1, 3][..])
+        );
+        assert_eq!(got.scores, [0.5, 0.25]);
+        assert_eq!(cache.impact_bytes(), got.bytes());
+        // Segment 0 counts its own uses.
+        assert!(matches!(entry.impacts(0, key(1.2)), ImpactUse::Decode));
+        // Another parameter set starts over and frees what was kept, once unused.
+        assert!(matches!(entry.impacts(1, key(2.0)), ImpactUse::Decode));
+        assert!(cache.impact_bytes() > 0);
+        drop(got);
+        assert_eq!(cache.impact_bytes(), 0);
+        // Kept under a parameter set that has moved on: dropped, its bytes returned.
+        cache.keep(&entry, 1, key(1.2), vec![1], vec![1], vec![1.0]);
+        assert_eq!(cache.impact_bytes(), 0);
+        assert!(matches!(entry.impacts(1, key(2.0)), ImpactUse::Keep));
+    }
+
+    #[test]
+    fn a_second_keep_and_one_past_the_bound_are_dropped() {
+        let cache = SnapshotCache::default();
+        let entry = TermEntry::new(vec![None], 1);
+        entry.impacts(0, key(1.2));
+        entry.impacts(0, key(1.2));
+        cache.keep(&entry, 0, key(1.2), vec![1], vec![1], vec![1.0]);
+        let one = cache.impact_bytes();
+        cache.keep(&entry, 0, key(1.2), vec![7], vec![2], vec![2.0]);
+        assert_eq!(cache.impact_bytes(), one);
+        assert_eq!(kept(&entry, 0, key(1.2)).unwrap().docs, [1]);
+
+        let big = TermEntry::new(vec![None], 1);
+        big.impacts(0, key(1.2));
+        big.impacts(0, key(1.2));
+        let n = (IMPACT_BYTES - one) / 9 + 1;
+        cache.keep(&big, 0, key(1.2), vec![0; n], vec![0; n], vec![0.0; n]);
+        assert_eq!(cache.impact_bytes(), one);
+        assert!(matches!(big.impacts(0, key(1.2)), ImpactUse::Keep));
+        let fits = (IMPACT_BYTES - one) / 9;
+        cache.keep(
+            &big,
+            0,
+            key(1.2),
+            vec![0; fits],
+            vec![0; fits],
+            vec![0.0; fits],
+        );
+        assert!(kept(&big, 0, key(1.2)).is_some());
+        assert!(cache.impact_bytes() <= IMPACT_BYTES);
     }
 }

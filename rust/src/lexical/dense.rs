@@ -15,6 +15,11 @@
 //! with one `or`), for up to 64 a word per field ([`fits`]); `total` counts the live
 //! touched docs.
 //!
+//! A term's postings come from its blocks (decoded and scored here) or, once the snapshot
+//! keeps them (from its second evaluation in the segment: `cache::Impacts`), as the docs,
+//! field patterns and scores the first keeping evaluation computed, added without
+//! decoding or scoring anything; same values, same bits.
+//!
 //! The final pass visits the touched docs in doc order: from a bitset kept as postings
 //! arrive when they are few against the segment's docs, otherwise by reading every cell
 //! (a touched cell has a clause bit set). The loops run in an AVX2 copy where the CPU has
@@ -26,6 +31,7 @@
 
 use std::cell::RefCell;
 
+use super::cache::ImpactUse;
 use super::postings::{BLOCK_LEN, TERMINATED};
 use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
 use super::topk::Scored;
@@ -243,6 +249,15 @@ impl SegmentSearch<'_, '_> {
         let track = postings.saturating_mul(READ_ALL_CELLS) < n as u64;
         let mut scorer = BlockScorer::new();
         let mut cells = std::mem::take(M::cells(bufs));
+        let mut acc = Accumulator {
+            cells: &mut cells[..n],
+            touched: &mut bufs.touched[..words],
+            best: &mut bufs.best[..n],
+            seen: &mut bufs.seen[..words],
+            clause_docs: &mut bufs.clause_docs,
+            track,
+        };
+        let seg = self.seg.index as usize;
         // Per posting, the fields that hold its term, as a pattern (bit `f`: field `f`).
         let mut present = [0u8; BLOCK_LEN];
         for (c, (alts, _)) in p.clauses.iter().enumerate() {
@@ -250,16 +265,25 @@ impl SegmentSearch<'_, '_> {
             // What a posting of each pattern adds to its doc's masks.
             let adds = M::adds(c);
             for &(t, w) in alts {
-                // The evaluation's own cursor (opened at its first block): each term is
-                // read once, so it is taken rather than opened again. A term repeated in
-                // the clauses (an alternative of two) has none left and opens one.
-                let mut cur = match self.cursors[t].take() {
-                    Some(cur) => cur,
-                    None => match self.seg.infos[t] {
-                        Some(info) => self.seg.reader.cursor(info)?,
-                        None => continue,
-                    },
+                let Some(info) = self.seg.infos[t] else {
+                    continue;
                 };
+                let entry = &self.seg.terms[t];
+                let keep = match entry.impacts(seg, self.seg.impact_key) {
+                    ImpactUse::Kept(kept) => {
+                        acc.add(&adds, single, w, &kept.docs, &kept.patterns, &kept.scores);
+                        continue;
+                    }
+                    ImpactUse::Keep => true,
+                    ImpactUse::Decode => false,
+                };
+                let capacity = if keep { info.df as usize } else { 0 };
+                let mut kept = (
+                    Vec::with_capacity(capacity),
+                    Vec::with_capacity(capacity),
+                    Vec::with_capacity(capacity),
+                );
+                let mut cur = self.seg.reader.cursor(info)?;
                 let idf = p.idf[t];
                 while cur.doc() != TERMINATED {
                     let block = cur.block()?;
@@ -274,49 +298,30 @@ impl SegmentSearch<'_, '_> {
                             *p |= u8::from(t > 0) << f;
                         }
                     }
-                    let (cells, touched) = (&mut cells[..n], &mut bufs.touched[..words]);
-                    for ((&d, &pattern), &s) in docs.iter().zip(present.iter()).zip(scores) {
-                        let i = d as usize;
-                        let Some(cell) = cells.get_mut(i) else {
-                            continue; // an ordinal past the segment: never a match
-                        };
-                        if track {
-                            touched[i / 64] |= 1 << (i % 64);
-                        }
-                        cell.masks.add(adds[usize::from(pattern) % adds.len()]);
-                        if single {
-                            cell.score += w * s;
-                        }
-                    }
-                    if !single {
-                        for (&d, &s) in docs.iter().zip(scores.iter()) {
-                            let i = d as usize;
-                            if i >= n {
-                                continue;
-                            }
-                            let (word, b) = (i / 64, 1u64 << (i % 64));
-                            if bufs.seen[word] & b == 0 {
-                                bufs.seen[word] |= b;
-                                bufs.clause_docs.push(d);
-                            }
-                            bufs.best[i] = bufs.best[i].max(w * s);
-                        }
+                    acc.add(&adds, single, w, docs, present, scores);
+                    if keep {
+                        kept.0.extend_from_slice(docs);
+                        kept.1.extend_from_slice(present);
+                        kept.2.extend_from_slice(scores);
                     }
                     cur.skip_in_block(m)?;
                 }
+                if keep {
+                    let key = self.seg.impact_key;
+                    self.seg.cache.keep(entry, seg, key, kept.0, kept.1, kept.2);
+                }
             }
             if !single {
-                // The clause's value, its best alternative, joins each doc's sum in clause order.
-                for &d in &bufs.clause_docs {
-                    let i = d as usize;
-                    cells[i].score += bufs.best[i];
-                    bufs.best[i] = 0.0;
-                    bufs.seen[i / 64] = 0;
-                }
-                bufs.clause_docs.clear();
+                acc.end_clause();
             }
         }
         // Every touched doc in doc order, its cell cleared as it is read.
+        let filtered = self.seg.dead.is_some() || self.seg.allowed.is_some();
+        let strict_bar = self
+            .strict
+            .as_ref()
+            .map_or(Score::INFINITY, |t| t.top.bar());
+        let mut bars = [self.top.bar(), strict_bar];
         if track {
             for word in 0..words {
                 let mut bits = bufs.touched[word];
@@ -324,13 +329,15 @@ impl SegmentSearch<'_, '_> {
                 while bits != 0 {
                     let i = word * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    self.finish_doc(std::mem::take(&mut cells[i]), i as DocOrd)?;
+                    let cell = std::mem::take(&mut cells[i]);
+                    self.finish_doc(cell, i as DocOrd, &mut bars, filtered)?;
                 }
             }
         } else {
             for (i, cell) in cells[..n].iter_mut().enumerate() {
                 if !cell.masks.is_empty() {
-                    self.finish_doc(std::mem::take(cell), i as DocOrd)?;
+                    let cell = std::mem::take(cell);
+                    self.finish_doc(cell, i as DocOrd, &mut bars, filtered)?;
                 }
             }
         }
@@ -340,23 +347,32 @@ impl SegmentSearch<'_, '_> {
     }
 
     /// Counts a touched doc and offers it to the heap (and to the strict tier's, when every
-    /// required clause matched in it).
+    /// required clause matched in it). `bars` holds the heaps' [`TopK::bar`]s, refreshed
+    /// here after each offer; `filtered`: whether the segment has tombstones or an `allow`
+    /// set (without, every doc is live).
     #[inline(always)]
-    fn finish_doc<M: Masks>(&mut self, cell: Cell<M>, d: DocOrd) -> Step<()> {
-        if !self.live(d) {
+    fn finish_doc<M: Masks>(
+        &mut self,
+        cell: Cell<M>,
+        d: DocOrd,
+        bars: &mut [Score; 2],
+        filtered: bool,
+    ) -> Step<()> {
+        if filtered && !self.live(d) {
             return Ok(());
         }
         self.total += 1;
         let mut masked = false;
-        if self.top.would_accept(cell.score) {
+        if cell.score >= bars[0] {
             fill_masks(&mut self.doc_masks, &cell.masks);
             masked = true;
             self.offer(d, cell.score)?;
+            bars[0] = self.top.bar();
         }
         if let Some(tier) = self.strict.as_mut() {
             if cell.masks.clauses() & tier.required == tier.required {
                 tier.total += 1;
-                if tier.top.would_accept(cell.score) {
+                if cell.score >= bars[1] && tier.top.would_accept(cell.score) {
                     if !masked {
                         fill_masks(&mut self.doc_masks, &cell.masks);
                     }
@@ -367,10 +383,98 @@ impl SegmentSearch<'_, '_> {
                         score: cell.score,
                         key: (kbid, self.seg.index, d, slot),
                     });
+                    bars[1] = tier.top.bar();
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Adds a term's scored postings to the docs' cells.
+struct Accumulator<'b, M> {
+    cells: &'b mut [Cell<M>],
+    touched: &'b mut [u64],
+    /// A clause with several alternatives: its best value per doc so far, and the docs it
+    /// touched (each once, by `seen`).
+    best: &'b mut [Score],
+    seen: &'b mut [u64],
+    clause_docs: &'b mut Vec<DocOrd>,
+    /// Whether the touched bitset is kept.
+    track: bool,
+}
+
+impl<M: Masks> Accumulator<'_, M> {
+    /// One alternative's postings, of weight `w` (its clause's only one when `single`):
+    /// per posting, its doc, the pattern of the fields that hold the term, its score.
+    #[inline(always)]
+    fn add(
+        &mut self,
+        adds: &[M; 1 << FIELD_COUNT],
+        single: bool,
+        w: Score,
+        docs: &[DocOrd],
+        patterns: &[u8],
+        scores: &[Score],
+    ) {
+        let n = self.cells.len();
+        // Two copies of the loop, so that neither tests `single` per posting.
+        if single {
+            self.add_postings::<true>(adds, w, docs, patterns, scores);
+        } else {
+            self.add_postings::<false>(adds, w, docs, patterns, scores);
+        }
+        if !single {
+            for (&d, &s) in docs.iter().zip(scores) {
+                let i = d as usize;
+                if i >= n {
+                    continue;
+                }
+                let (word, b) = (i / 64, 1u64 << (i % 64));
+                if self.seen[word] & b == 0 {
+                    self.seen[word] |= b;
+                    self.clause_docs.push(d);
+                }
+                self.best[i] = self.best[i].max(w * s);
+            }
+        }
+    }
+
+    /// The postings' masks, and with `SCORE` their scores, into their docs' cells.
+    #[inline(always)]
+    fn add_postings<const SCORE: bool>(
+        &mut self,
+        adds: &[M; 1 << FIELD_COUNT],
+        w: Score,
+        docs: &[DocOrd],
+        patterns: &[u8],
+        scores: &[Score],
+    ) {
+        for ((&d, &pattern), &s) in docs.iter().zip(patterns).zip(scores) {
+            let i = d as usize;
+            let Some(cell) = self.cells.get_mut(i) else {
+                continue; // an ordinal past the segment: never a match
+            };
+            if self.track {
+                self.touched[i / 64] |= 1 << (i % 64);
+            }
+            cell.masks.add(adds[usize::from(pattern) % adds.len()]);
+            if SCORE {
+                cell.score += w * s;
+            }
+        }
+    }
+
+    /// After a clause of several alternatives: its value, its best alternative, joins each
+    /// doc's sum in clause order.
+    fn end_clause(&mut self) {
+        for &d in self.clause_docs.iter() {
+            let i = d as usize;
+            self.cells[i].score += self.best[i];
+            self.best[i] = 0.0;
+            self.seen[i / 64] = 0;
+        }
+        self.clause_docs.clear();
     }
 }
 

@@ -18,9 +18,11 @@
 //! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::thread::LocalKey;
 
 use super::bm25f::{Bm25fParams, FieldNorms};
+use super::cache::{ImpactKey, SnapshotCache, TermEntry};
 use super::postings::{Malformed, PostingsCursor, BLOCK_LEN, TERMINATED};
 use super::segment::SegmentReader;
 use super::termdict::TermInfo;
@@ -169,6 +171,11 @@ pub struct SegmentView<'a> {
     pub infos: &'a [Option<TermInfo>],
     /// Per doc: `w_f / norm_f(d)` under the query's parameters.
     pub factors: &'a [[Score; FIELD_COUNT]],
+    /// Per prepared term: its snapshot-wide entry (with its kept scored postings).
+    pub terms: &'a [Arc<TermEntry>],
+    pub cache: &'a SnapshotCache,
+    /// The query's parameters, as kept scored postings are keyed.
+    pub impact_key: ImpactKey,
 }
 
 /// Scores a decoded block's postings, term at a time (the MaxScore windows and the dense
@@ -254,7 +261,10 @@ pub fn search_segment(
             Evaluation::Auto => seg.reader.doc_count() <= super::dense::DENSE_MAX_DOCS,
             Evaluation::MaxScore | Evaluation::Exhaustive => false,
         };
-    let run = SegmentSearch::new(p, seg, top).and_then(|mut s| {
+    // The term-at-a-time evaluation opens its cursors itself, one term after another (or
+    // none, for a term whose scored postings are kept).
+    let term_at_a_time = dense && !p.strict && eval != Evaluation::Exhaustive;
+    let run = SegmentSearch::new(p, seg, top, !term_at_a_time).and_then(|mut s| {
         if p.strict {
             s.run_strict()?;
         } else if eval == Evaluation::Exhaustive {
@@ -289,7 +299,7 @@ pub fn search_segment_tiers(
         .enumerate()
         .filter(|(_, (_, req))| *req)
         .fold(0u64, |m, (c, _)| m | 1 << c);
-    let run = SegmentSearch::new(p, seg, top).and_then(|mut s| {
+    let run = SegmentSearch::new(p, seg, top, false).and_then(|mut s| {
         s.strict = Some(StrictTier {
             top: strict,
             total: 0,
@@ -345,7 +355,8 @@ impl From<Error> for SearchError {
 
 pub(super) type Step<T> = std::result::Result<T, SearchError>;
 
-/// The state of one segment's evaluation: a cursor per present term, the heap, the count.
+/// The state of one segment's evaluation: a cursor per present term (none for the term at a
+/// time evaluation, which opens its own), the heap, the count.
 pub(super) struct SegmentSearch<'a, 's> {
     pub p: &'a Prepared,
     pub seg: &'a SegmentView<'s>,
@@ -370,12 +381,13 @@ pub(super) struct StrictTier {
 }
 
 impl<'a, 's> SegmentSearch<'a, 's> {
-    fn new(p: &'a Prepared, seg: &'a SegmentView<'s>, top: TopK<HitKey>) -> Step<Self> {
+    /// With `open`, a cursor per present term, at its first block; without, none.
+    fn new(p: &'a Prepared, seg: &'a SegmentView<'s>, top: TopK<HitKey>, open: bool) -> Step<Self> {
         let mut cursors = Vec::with_capacity(seg.infos.len());
         for info in seg.infos {
             cursors.push(match info {
-                Some(i) => Some(seg.reader.cursor(*i)?),
-                None => None,
+                Some(i) if open => Some(seg.reader.cursor(*i)?),
+                _ => None,
             });
         }
         Ok(SegmentSearch {

@@ -70,6 +70,20 @@ impl<K: Ord> TopK<K> {
             && (self.heap.len() < self.k || self.heap.peek().is_some_and(|w| score >= w.score))
     }
 
+    /// A score below which nothing enters: `-∞` while the heap has room, the worst kept
+    /// score once full, `+∞` for `k = 0`. A score at or above it may enter
+    /// ([`would_accept`](TopK::would_accept) decides), so a loop can test it alone.
+    #[inline]
+    pub fn bar(&self) -> Score {
+        if self.k == 0 {
+            Score::INFINITY
+        } else if self.heap.len() < self.k {
+            Score::NEG_INFINITY
+        } else {
+            self.heap.peek().map_or(Score::NEG_INFINITY, |w| w.score)
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, item: Scored<K>) {
         if self.k == 0 {
@@ -108,5 +122,20 @@ mod tests {
         }
         let got: Vec<_> = t.into_sorted().iter().map(|x| (x.score, x.key)).collect();
         assert_eq!(got, vec![(3.0, 0), (3.0, 1), (2.0, 2)]);
+    }
+
+    #[test]
+    fn bar_admits_every_score_that_may_enter() {
+        assert_eq!(TopK::<u32>::new(0).bar(), Score::INFINITY);
+        let mut t = TopK::new(2);
+        assert_eq!(t.bar(), Score::NEG_INFINITY);
+        t.push(Scored { score: 1.0, key: 1 });
+        assert_eq!(t.bar(), Score::NEG_INFINITY);
+        t.push(Scored { score: 3.0, key: 2 });
+        assert_eq!(t.bar(), 1.0);
+        // A tie at the bar may enter on its key.
+        assert!(t.would_accept(1.0));
+        t.push(Scored { score: 1.0, key: 0 });
+        assert_eq!(t.into_sorted()[1].key, 0);
     }
 }
