@@ -11,13 +11,14 @@
 //!   [`IMPACTS_KEEP_AT`]-th term-at-a-time evaluation there on, its postings' docs, field
 //!   patterns and scores (before the clause weight) under one parameter set, so a later
 //!   query adds them to its cells without decoding or scoring a block. The scores are the
-//!   ones the evaluation computed, so a kept term scores with the same bits. At most
+//!   ones the evaluation computed, so a kept term scores with the same bits. Kept once and
+//!   read without a lock; under one parameter set per term (another decodes). At most
 //!   [`IMPACT_BYTES`] in all: past that, nothing more is kept (until the snapshot is
 //!   replaced, or the term map is cleared and returns their bytes).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use super::bm25f::FieldNorms;
 use super::index::LoadedSegment;
@@ -51,26 +52,26 @@ pub struct TermEntry {
     pub infos: Vec<Option<TermInfo>>,
     /// Docs containing it, summed over segments (tombstoned ones included).
     pub df: u64,
-    impacts: Mutex<ImpactSlots>,
+    /// Per segment: its evaluations there so far, and its kept scored postings.
+    impacts: Vec<ImpactSlot>,
 }
 
-/// A term's kept scored postings: one parameter set, per segment its evaluations so far
-/// and its [`Impacts`] once kept.
 #[derive(Debug, Default)]
-struct ImpactSlots {
-    key: Option<ImpactKey>,
-    segments: Vec<(u32, Option<Arc<Impacts>>)>,
+struct ImpactSlot {
+    uses: AtomicU32,
+    kept: OnceLock<Impacts>,
 }
 
 /// A term's postings in one segment as the term-at-a-time evaluation adds them to its
 /// cells: per posting, its doc, the pattern of the fields that hold the term (bit `f`:
-/// field `f`) and its score before the clause weight. Returns its bytes to the snapshot's
-/// budget when dropped.
+/// field `f`) and its score before the clause weight, under the parameters `key`.
+/// Returns its bytes to the snapshot's budget when dropped.
 #[derive(Debug)]
 pub struct Impacts {
     pub docs: Vec<DocOrd>,
     pub patterns: Vec<u8>,
     pub scores: Vec<Score>,
+    key: ImpactKey,
     used: Arc<AtomicUsize>,
 }
 
@@ -89,9 +90,9 @@ impl Drop for Impacts {
 }
 
 /// How an evaluation reads a term's postings in a segment.
-pub enum ImpactUse {
+pub enum ImpactUse<'e> {
     /// From its kept scored postings.
-    Kept(Arc<Impacts>),
+    Kept(&'e Impacts),
     /// By decoding and scoring its blocks, keeping what it computes ([`SnapshotCache::keep`]).
     Keep,
     /// By decoding and scoring its blocks.
@@ -100,29 +101,24 @@ pub enum ImpactUse {
 
 impl TermEntry {
     fn new(infos: Vec<Option<TermInfo>>, df: u64) -> TermEntry {
-        TermEntry {
-            infos,
-            df,
-            impacts: Mutex::default(),
-        }
+        let impacts = infos.iter().map(|_| ImpactSlot::default()).collect();
+        TermEntry { infos, df, impacts }
     }
 
-    /// Counts an evaluation of this term in segment `seg` under `key`, and says how it
-    /// reads the postings. A new parameter set drops what was kept under the last one.
-    pub fn impacts(&self, seg: usize, key: ImpactKey) -> ImpactUse {
-        let mut slots = self.impacts.lock().unwrap_or_else(PoisonError::into_inner);
-        if slots.key != Some(key) {
-            slots.key = Some(key);
-            slots.segments.clear();
-        }
-        if slots.segments.len() <= seg {
-            slots.segments.resize(seg + 1, (0, None));
-        }
-        let (uses, kept) = &mut slots.segments[seg];
-        *uses = uses.saturating_add(1);
-        match kept {
-            Some(impacts) => ImpactUse::Kept(impacts.clone()),
-            None if *uses >= IMPACTS_KEEP_AT => ImpactUse::Keep,
+    /// Counts an evaluation of this term in segment `seg` under the parameters `key`, and
+    /// says how it reads the postings. Lock free: the kept postings are set once (by the
+    /// first evaluation to keep them) and read in place. The first parameter set kept is
+    /// the only one, for the snapshot's life: under another, the term is decoded.
+    pub fn impacts(&self, seg: usize, key: ImpactKey) -> ImpactUse<'_> {
+        let Some(slot) = self.impacts.get(seg) else {
+            return ImpactUse::Decode;
+        };
+        match slot.kept.get() {
+            Some(kept) if kept.key == key => ImpactUse::Kept(kept),
+            Some(_) => ImpactUse::Decode,
+            None if slot.uses.fetch_add(1, Relaxed).saturating_add(1) >= IMPACTS_KEEP_AT => {
+                ImpactUse::Keep
+            }
             None => ImpactUse::Decode,
         }
     }
@@ -185,8 +181,8 @@ impl SnapshotCache {
     }
 
     /// Keeps `term`'s scored postings in segment `seg` under `key` (as [`ImpactUse::Keep`]
-    /// asked), unless that would pass [`IMPACT_BYTES`] or the term's parameter set has
-    /// moved on meanwhile.
+    /// asked), unless that would pass [`IMPACT_BYTES`] or another evaluation kept them
+    /// first.
     pub fn keep(
         &self,
         term: &TermEntry,
@@ -200,17 +196,16 @@ impl SnapshotCache {
             docs,
             patterns,
             scores,
+            key,
             used: self.impact_bytes.clone(),
         };
         let bytes = impacts.bytes();
         if self.impact_bytes.fetch_add(bytes, Relaxed) + bytes > IMPACT_BYTES {
             return; // dropping it returns the bytes
         }
-        let mut slots = term.impacts.lock().unwrap_or_else(PoisonError::into_inner);
-        if slots.key == Some(key) {
-            if let Some((_, kept)) = slots.segments.get_mut(seg) {
-                kept.get_or_insert_with(|| Arc::new(impacts));
-            }
+        if let Some(slot) = term.impacts.get(seg) {
+            // Another evaluation may have kept them first: then this copy is dropped.
+            let _ = slot.kept.set(impacts);
         }
     }
 
@@ -228,7 +223,7 @@ mod tests {
         ([0; 3 * FIELD_COUNT], k1.to_bits())
     }
 
-    fn kept(entry: &TermEntry, seg: usize, k: ImpactKey) -> Option<Arc<Impacts>> {
+    fn kept(entry: &TermEntry, seg: usize, k: ImpactKey) -> Option<&Impacts> {
         match entry.impacts(seg, k) {
             ImpactUse::Kept(i) => Some(i),
             _ => None,
@@ -236,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn kept_from_the_second_use_per_segment_and_parameter_set() {
+    fn kept_from_the_second_use_per_segment_under_one_parameter_set() {
         let cache = SnapshotCache::default();
         let entry = TermEntry::new(vec![None, None], 3);
         assert!(matches!(entry.impacts(1, key(1.2)), ImpactUse::Decode));
@@ -249,17 +244,17 @@ mod tests {
         );
         assert_eq!(got.scores, [0.5, 0.25]);
         assert_eq!(cache.impact_bytes(), got.bytes());
-        // Segment 0 counts its own uses.
+        // Segment 0 counts its own uses; a segment past the entry's is never kept.
         assert!(matches!(entry.impacts(0, key(1.2)), ImpactUse::Decode));
-        // Another parameter set starts over and frees what was kept, once unused.
-        assert!(matches!(entry.impacts(1, key(2.0)), ImpactUse::Decode));
-        assert!(cache.impact_bytes() > 0);
-        drop(got);
+        assert!(matches!(entry.impacts(5, key(1.2)), ImpactUse::Decode));
+        assert!(matches!(entry.impacts(5, key(1.2)), ImpactUse::Decode));
+        // Under another parameter set the term decodes, every time.
+        for _ in 0..3 {
+            assert!(matches!(entry.impacts(1, key(2.0)), ImpactUse::Decode));
+        }
+        // Dropping the entry (the snapshot, or a full term map) returns the bytes.
+        drop(entry);
         assert_eq!(cache.impact_bytes(), 0);
-        // Kept under a parameter set that has moved on: dropped, its bytes returned.
-        cache.keep(&entry, 1, key(1.2), vec![1], vec![1], vec![1.0]);
-        assert_eq!(cache.impact_bytes(), 0);
-        assert!(matches!(entry.impacts(1, key(2.0)), ImpactUse::Keep));
     }
 
     #[test]

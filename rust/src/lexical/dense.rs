@@ -176,6 +176,8 @@ struct Buffers {
     best: Vec<Score>,
     seen: Vec<u64>,
     clause_docs: Vec<DocOrd>,
+    /// The touched docs, when the final pass reads every cell.
+    listed: Vec<DocOrd>,
     /// Set while a query runs: a query that failed half way left non-zero cells.
     dirty: bool,
 }
@@ -334,11 +336,18 @@ impl SegmentSearch<'_, '_> {
                 }
             }
         } else {
-            for (i, cell) in cells[..n].iter_mut().enumerate() {
-                if !cell.masks.is_empty() {
-                    let cell = std::mem::take(cell);
-                    self.finish_doc(cell, i as DocOrd, &mut bars, filtered)?;
-                }
+            // The touched docs listed first without a branch per cell (whether a cell was
+            // touched is a coin toss the branch predictor loses), then finished.
+            let listed = &mut bufs.listed;
+            listed.resize(n + 1, 0);
+            let mut count = 0;
+            for (i, cell) in cells[..n].iter().enumerate() {
+                listed[count] = i as DocOrd;
+                count += usize::from(!cell.masks.is_empty());
+            }
+            for &d in &listed[..count] {
+                let cell = std::mem::take(&mut cells[d as usize]);
+                self.finish_doc(cell, d, &mut bars, filtered)?;
             }
         }
         *M::cells(bufs) = cells;
