@@ -153,3 +153,55 @@ def test_index_refresh_refuses_to_run_inside_a_read_snapshot(kb: kbdb.KnowledgeB
         with pytest.raises(RuntimeError, match="inside a database transaction"):
             kb._index.refresh()
     assert kb.search("okapi").total == 1
+
+
+def test_a_search_skips_the_refresh_only_while_nothing_has_committed(
+    kb: kbdb.KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lexical search runs in one snapshot without re-reading the head or the manifest
+    # while the database is at the version where this thread last found the index in step
+    # with it; a commit by another connection (process or thread), a write of its own or a
+    # new connection sends it through the refresh again, and it sees the change.
+    from kbdb.search.indexer import LexicalIndex
+
+    refreshes = []
+    original = LexicalIndex.refresh
+    monkeypatch.setattr(
+        LexicalIndex, "refresh", lambda self: (refreshes.append(1), original(self))[1]
+    )
+    kb.learn("# One\n\nthe okapi", docid="one")
+    kb.search("okapi")
+    refreshes.clear()
+    for _ in range(3):
+        assert kb.search("okapi").total == 1
+    assert refreshes == []
+
+    script = (
+        "import sys, kbdb; "
+        "kbdb.KnowledgeBase.open(sys.argv[1]).learn('# Two\\n\\nanother okapi', docid='two')"
+    )
+    subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
+    assert kb.search("okapi").total == 2
+    assert len(refreshes) == 1
+    assert kb.search("okapi").total == 2
+    assert len(refreshes) == 1
+
+    import threading
+
+    thread = threading.Thread(
+        target=lambda: kb.learn("# Three\n\na third okapi", docid="three")
+    )
+    thread.start()
+    thread.join()
+    assert kb.search("okapi").total == 3
+    assert len(refreshes) == 2
+
+    kb.learn("# Four\n\na fourth okapi", docid="four")  # this connection writes
+    assert kb.search("okapi").total == 4
+    assert len(refreshes) == 3
+
+    kb._db.close()  # a new connection agrees afresh
+    assert kb.search("okapi").total == 4
+    assert len(refreshes) == 4
+    assert kb.search("okapi").total == 4
+    assert len(refreshes) == 4

@@ -307,6 +307,20 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
             )
+        if mode == "lexical":
+            # One read snapshot for the whole search, when it shows that no other connection
+            # has committed since this thread last found the index in step with the
+            # database: then neither has moved (``LexicalIndex.current``).
+            with self._db.read():
+                if self._index.current():
+                    return self._lexical().search(
+                        query,
+                        limit=limit,
+                        offset=offset,
+                        filters=filters,
+                        content=content,
+                        explain=explain,
+                    )
         # Outside any read snapshot: a catch-up must see the database's current head, not
         # one older than an index another writer has just published.
         self._index.refresh()

@@ -34,6 +34,9 @@ class LexicalIndex:
         self._index: _core.Index | None = None
         self._mutex = threading.Lock()
         self.analyzer = _core.Analyzer()
+        # Per thread: the read cache (its connection's) and the database version at which
+        # ``refresh`` last found the index in step with the database.
+        self._agreed = threading.local()
 
     @property
     def core(self) -> _core.Index:
@@ -70,16 +73,34 @@ class LexicalIndex:
             raise RuntimeError("LexicalIndex.refresh called inside a database transaction")
         index = self.core
         index.reload()
-        # One statement is its own read transaction: no BEGIN/COMMIT round trips (two of
-        # a search's seven statements).
-        head = q.max_seq(conn)
+        # The head, and the version of the database it was read at (``current``).
+        with self._db.read():
+            cache = self._db.cache()
+            head = q.max_seq(conn)
         if index.watermark == head:
+            if cache is not None:
+                self._agreed.at = (cache, cache.version)
             return
         try:
             with self._lock.hold(timeout=0):
                 self.catch_up()
         except KbLockedError:
             pass  # a writer holds the lock and will publish; serve the current snapshot
+
+    def current(self) -> bool:
+        """Inside a read snapshot: whether it shows the database at the version at which
+        this thread's ``refresh`` last found the index in step with it (its head at the
+        index's watermark). Then no other connection has committed since and this one has
+        not written, so the head has not moved; and every publish that changes what the
+        index holds follows a database commit, so the index has not either. (A merge or a
+        rebuild published by another process holds the same sections; the loaded snapshot
+        serves until the next change, its files kept by their maps.) False outside a
+        snapshot, or when the connection is not the one that agreed."""
+        agreed = getattr(self._agreed, "at", None)
+        if agreed is None:
+            return False
+        cache = self._db.cache()
+        return cache is not None and agreed[0] is cache and agreed[1] == cache.version
 
     def catch_up(self) -> dict[str, int]:
         """Apply change-log rows past the watermark. Caller holds the writer lock. Returns
