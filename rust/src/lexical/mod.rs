@@ -102,12 +102,13 @@ pub fn parse_kbid(s: &str) -> Result<Kbid> {
 
 pub fn format_kbid(k: &Kbid) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(32);
-    for &b in k {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
+    // Into a fixed buffer, then one allocation (a push per char checks capacity each time).
+    let mut out = [0u8; 32];
+    for (pair, &b) in out.chunks_exact_mut(2).zip(k) {
+        pair[0] = HEX[usize::from(b >> 4)];
+        pair[1] = HEX[usize::from(b & 15)];
     }
-    s
+    String::from_utf8(out.to_vec()).unwrap_or_default()
 }
 
 #[cfg(test)]

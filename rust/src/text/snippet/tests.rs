@@ -14,6 +14,29 @@ fn short_text_is_squashed_whole() {
     assert_eq!(s.highlights, vec![(10, 15)]);
 }
 
+/// The byte squash (ASCII windows) gives what the char squash gives, on every mix of
+/// words and the spaces Python's `str.split` knows (TAB..CR, U+001C..U+0020).
+#[test]
+fn byte_squash_matches_char_squash() {
+    let alphabet = b"ab \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f.";
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for len in 0..400 {
+        let bytes: Vec<u8> = (0..len % 23)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                alphabet[(seed % alphabet.len() as u64) as usize]
+            })
+            .collect();
+        let chars: Vec<char> = bytes.iter().map(|&b| char::from(b)).collect();
+        let (mut by_byte, mut by_char) = (String::new(), String::new());
+        <u8 as WindowChar>::squash(&bytes, &mut by_byte);
+        <char as WindowChar>::squash(&chars, &mut by_char);
+        assert_eq!(by_byte, by_char, "{bytes:?}");
+    }
+}
+
 #[test]
 fn window_moves_to_the_densest_cluster() {
     let filler = "lorem ipsum dolor sit amet ".repeat(20);
