@@ -188,9 +188,7 @@ def test_a_search_skips_the_refresh_only_while_nothing_has_committed(
 
     import threading
 
-    thread = threading.Thread(
-        target=lambda: kb.learn("# Three\n\na third okapi", docid="three")
-    )
+    thread = threading.Thread(target=lambda: kb.learn("# Three\n\na third okapi", docid="three"))
     thread.start()
     thread.join()
     assert kb.search("okapi").total == 3
