@@ -203,3 +203,35 @@ def test_a_search_skips_the_refresh_only_while_nothing_has_committed(
     assert len(refreshes) == 4
     assert kb.search("okapi").total == 4
     assert len(refreshes) == 4
+
+
+def test_an_index_published_without_a_commit_is_picked_up(
+    kb: kbdb.KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lexical rebuild in another process (the repair of a damaged index) publishes a new
+    # manifest without committing to the database: the manifest's stat shows it, and the
+    # next search refreshes and loads it.
+    from kbdb.search.indexer import LexicalIndex
+
+    kb.learn("# One\n\nthe okapi", docid="one")
+    assert kb.search("okapi").total == 1
+    generation = kb._index.core.generation
+    refreshes = []
+    original = LexicalIndex.refresh
+    monkeypatch.setattr(
+        LexicalIndex, "refresh", lambda self: (refreshes.append(1), original(self))[1]
+    )
+    assert kb.search("okapi").total == 1
+    assert refreshes == []
+    script = textwrap.dedent(
+        """
+        import sys, kbdb
+        kb = kbdb.KnowledgeBase.open(sys.argv[1])
+        with kb._lock.hold():
+            kb._index.rebuild()
+        """
+    )
+    subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
+    assert kb.search("okapi").total == 1
+    assert refreshes == [1]
+    assert kb._index.core.generation > generation

@@ -307,7 +307,7 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
             )
-        if mode == "lexical":
+        if mode == "lexical" and not self._db.conn().in_transaction:
             # One read snapshot for the whole search, when it shows that no other connection
             # has committed since this thread last found the index in step with the
             # database: then neither has moved (``LexicalIndex.current``).

@@ -9,7 +9,9 @@ results are hydrated from the database and retired sections are dropped there.
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +21,17 @@ from kbdb.errors import IndexCorruptError, KbLockedError
 from kbdb.search.fields import index_fields
 from kbdb.store import Database, WriteLock
 from kbdb.store import queries as q
+
+
+def _manifest_stamp(directory: Path) -> tuple[int, int, int, int] | None:
+    """The index manifest's inode, size and modification and change times, or None when
+    it cannot be read."""
+    try:
+        st = os.stat(directory / "meta.toml")
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
 
 # Changes applied per index commit during a catch-up; bounds memory on large gaps.
 CATCH_UP_BATCH = 20_000
@@ -72,14 +85,16 @@ class LexicalIndex:
             # catch-up would see that index "ahead" of the database and rebuild it back.
             raise RuntimeError("LexicalIndex.refresh called inside a database transaction")
         index = self.core
+        # Before the reload: a manifest published after it then shows as a change.
+        manifest = _manifest_stamp(self.directory)
         index.reload()
         # The head, and the version of the database it was read at (``current``).
         with self._db.read():
             cache = self._db.cache()
             head = q.max_seq(conn)
         if index.watermark == head:
-            if cache is not None:
-                self._agreed.at = (cache, cache.version)
+            if cache is not None and manifest is not None:
+                self._agreed.at = (weakref.ref(cache), cache.version, manifest)
             return
         try:
             with self._lock.hold(timeout=0):
@@ -90,17 +105,24 @@ class LexicalIndex:
     def current(self) -> bool:
         """Inside a read snapshot: whether it shows the database at the version at which
         this thread's ``refresh`` last found the index in step with it (its head at the
-        index's watermark). Then no other connection has committed since and this one has
-        not written, so the head has not moved; and every publish that changes what the
-        index holds follows a database commit, so the index has not either. (A merge or a
-        rebuild published by another process holds the same sections; the loaded snapshot
-        serves until the next change, its files kept by their maps.) False outside a
-        snapshot, or when the connection is not the one that agreed."""
+        index's watermark), with the index manifest as it was then. Then no other
+        connection has committed since and this one has not written, so the head has not
+        moved; and every publish that changes what the index holds either follows a
+        database commit or (a merge, or a ``kbdb rebuild`` repairing a damaged index)
+        replaces the manifest, which its stat shows. (Should a replaced manifest reuse its
+        inode, size and timestamps, the loaded snapshot, whose files its maps keep, serves
+        until the next commit.) False outside a snapshot, when the connection is not the
+        one that agreed, or when the index is closed."""
         agreed = getattr(self._agreed, "at", None)
-        if agreed is None:
+        if agreed is None or self._index is None:
             return False
         cache = self._db.cache()
-        return cache is not None and agreed[0] is cache and agreed[1] == cache.version
+        return (
+            cache is not None
+            and agreed[0]() is cache
+            and agreed[1] == cache.version
+            and agreed[2] == _manifest_stamp(self.directory)
+        )
 
     def catch_up(self) -> dict[str, int]:
         """Apply change-log rows past the watermark. Caller holds the writer lock. Returns

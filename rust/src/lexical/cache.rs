@@ -209,6 +209,13 @@ impl SnapshotCache {
         }
     }
 
+    /// Whether the budget has room for the scored postings of a term in `df` docs (so
+    /// that an evaluation does not copy what [`keep`](SnapshotCache::keep) would drop).
+    pub fn has_room(&self, df: u32) -> bool {
+        let bytes = df as usize * (size_of::<DocOrd>() + 1 + size_of::<Score>());
+        self.impact_bytes.load(Relaxed) + bytes <= IMPACT_BYTES
+    }
+
     /// Bytes held by kept scored postings (what [`IMPACT_BYTES`] bounds).
     pub fn impact_bytes(&self) -> usize {
         self.impact_bytes.load(Relaxed)
@@ -287,5 +294,9 @@ mod tests {
         );
         assert!(kept(&big, 0, key(1.2)).is_some());
         assert!(cache.impact_bytes() <= IMPACT_BYTES);
+        assert!(!cache.has_room(1));
+        drop(big);
+        assert!(cache.has_room(((IMPACT_BYTES - one) / 9) as u32));
+        assert!(!cache.has_room(((IMPACT_BYTES - one) / 9 + 1) as u32));
     }
 }

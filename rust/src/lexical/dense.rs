@@ -32,7 +32,7 @@
 use std::cell::RefCell;
 
 use super::cache::ImpactUse;
-use super::postings::{BLOCK_LEN, TERMINATED};
+use super::postings::{Malformed, BLOCK_LEN, TERMINATED};
 use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
 use super::topk::Scored;
 use super::{DocOrd, Score, FIELD_COUNT};
@@ -79,6 +79,7 @@ struct Packed(u64);
 struct Wide([u64; FIELD_COUNT]);
 
 const PACKED_BITS: usize = 21;
+const _: () = assert!(FIELD_COUNT * PACKED_BITS <= 64);
 const PACKED_CLAUSES: u64 = (1 << PACKED_BITS) - 1;
 
 impl Masks for Packed {
@@ -225,6 +226,7 @@ impl SegmentSearch<'_, '_> {
         let n = self.seg.reader.doc_count() as usize;
         let words = n.div_ceil(64);
         if bufs.dirty {
+            bufs.clause_docs.clear();
             bufs.packed.fill(Cell::default());
             bufs.wide.fill(Cell::default());
             bufs.touched.fill(0);
@@ -276,16 +278,19 @@ impl SegmentSearch<'_, '_> {
                         acc.add(&adds, single, w, &kept.docs, &kept.patterns, &kept.scores);
                         continue;
                     }
-                    ImpactUse::Keep => true,
+                    // Kept only while the snapshot's budget has room for them.
+                    ImpactUse::Keep => self.seg.cache.has_room(info.df),
                     ImpactUse::Decode => false,
                 };
+                // The cursor checks the term's df against the segment before anything is
+                // sized by it.
+                let mut cur = self.seg.reader.cursor(info)?;
                 let capacity = if keep { info.df as usize } else { 0 };
                 let mut kept = (
                     Vec::with_capacity(capacity),
                     Vec::with_capacity(capacity),
                     Vec::with_capacity(capacity),
                 );
-                let mut cur = self.seg.reader.cursor(info)?;
                 let idf = p.idf[t];
                 while cur.doc() != TERMINATED {
                     let block = cur.block()?;
@@ -299,6 +304,11 @@ impl SegmentSearch<'_, '_> {
                         for (p, &t) in present.iter_mut().zip(tf.iter()) {
                             *p |= u8::from(t > 0) << f;
                         }
+                    }
+                    // A posting holds its term in some field: one that does not is damage
+                    // (and its doc would be touched with no clause bit to show it).
+                    if present.contains(&0) {
+                        return Err(Malformed("posting with no term frequency").into());
                     }
                     acc.add(&adds, single, w, docs, present, scores);
                     if keep {

@@ -72,7 +72,8 @@ impl<K: Ord> TopK<K> {
 
     /// A score below which nothing enters: `-∞` while the heap has room, the worst kept
     /// score once full, `+∞` for `k = 0`. A score at or above it may enter
-    /// ([`would_accept`](TopK::would_accept) decides), so a loop can test it alone.
+    /// ([`would_accept`](TopK::would_accept) decides), so a loop can test it alone. For
+    /// scores that are not NaN, which the scorer never makes (parameters are validated).
     #[inline]
     pub fn bar(&self) -> Score {
         if self.k == 0 {
