@@ -307,27 +307,9 @@ class KnowledgeBase:
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
             )
-        if mode == "lexical" and not self._db.conn().in_transaction:
-            # One read snapshot for the whole search, when it shows that no other connection
-            # has committed since this thread last found the index in step with the
-            # database: then neither has moved (``LexicalIndex.current``).
-            with self._db.read():
-                if self._index.current():
-                    return self._lexical().search(
-                        query,
-                        limit=limit,
-                        offset=offset,
-                        filters=filters,
-                        content=content,
-                        explain=explain,
-                    )
-        # Outside any read snapshot: a catch-up must see the database's current head, not
-        # one older than an index another writer has just published.
-        self._index.refresh()
-        lexical = self._lexical()
-        stale = mode != "lexical" and self._vectors.stale()
-        if mode == "lexical" or stale:
-            result = lexical.search(
+
+        def search_lexical(lexical: LexicalSearcher) -> SearchResult:
+            return lexical.search(
                 query,
                 limit=limit,
                 offset=offset,
@@ -335,6 +317,21 @@ class KnowledgeBase:
                 content=content,
                 explain=explain,
             )
+
+        if mode == "lexical" and not self._db.conn().in_transaction:
+            # One read snapshot for the whole search, when it shows that no other connection
+            # has committed since this thread last found the index in step with the
+            # database: then neither has moved (``LexicalIndex.current``).
+            with self._db.read():
+                if self._index.current():
+                    return search_lexical(self._lexical())
+        # Outside any read snapshot: a catch-up must see the database's current head, not
+        # one older than an index another writer has just published.
+        self._index.refresh()
+        lexical = self._lexical()
+        stale = mode != "lexical" and self._vectors.stale()
+        if mode == "lexical" or stale:
+            result = search_lexical(lexical)
             if not stale:
                 return result
             # The seed's fallback: a stale vector index is never used; say so.
