@@ -66,6 +66,40 @@ def test_batch_order_is_preserved_with_mixed_lengths(
     assert (sims - np.eye(len(texts)) * 2).max() < 0.9999
 
 
+def test_model_calls_hold_at_most_batch_tokens_padded_tokens(
+    model_files: ModelFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each model call pads at most ``batch_tokens`` tokens (rows x longest) and at most
+    ``batch_size`` rows; a text longer than the budget runs alone; the vectors are the same
+    as one text per call."""
+    texts = [
+        " ".join(f"w{(i * 7 + j) % 89}" for j in range(n))
+        for i, n in enumerate(
+            [300, 5, 120, 40, 40, 250, 3, 64, 64, 64, 64, 200, 1, 90, 2, 2, 2, 2, 2, 2]
+        )
+    ]
+    calls: list[tuple[int, int]] = []
+    run = OnnxEmbeddingProvider._run
+
+    def spy(self: OnnxEmbeddingProvider, loaded: object, ids: list[list[int]]) -> np.ndarray:
+        calls.append((len(ids), max(len(row) for row in ids)))
+        return run(self, loaded, ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OnnxEmbeddingProvider, "_run", spy)
+    budgeted = OnnxEmbeddingProvider(model_files, batch_size=5, batch_tokens=300).embed(texts)
+    assert sum(rows for rows, _ in calls) == len(texts)
+    assert all(rows <= 5 for rows, _ in calls)
+    assert all(rows * longest <= 300 or rows == 1 for rows, longest in calls), calls
+    assert (1, 256) in calls  # the 300-word text, cut at 256 tokens, over budget: alone
+    assert any(rows == 5 for rows, _ in calls)  # short texts still share calls
+    calls.clear()
+    alone = OnnxEmbeddingProvider(model_files, batch_tokens=1).embed(texts)
+    assert all(rows == 1 for rows, _ in calls) and len(calls) == len(texts)
+    assert cosines(budgeted, alone).min() >= 0.9999
+    with pytest.raises(ValueError, match="batch_tokens"):
+        OnnxEmbeddingProvider(model_files, batch_tokens=0)
+
+
 def test_texts_are_truncated_at_256_tokens(
     provider: OnnxEmbeddingProvider, model_files: ModelFiles
 ) -> None:
