@@ -125,6 +125,16 @@ def pad(ids: Sequence[Sequence[int]]) -> tuple[Any, Any]:
     return input_ids, mask
 
 
+def call_sizes(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> Iterator[int]:
+    """Texts per model call for token counts sorted longest first: at most ``batch_size``
+    texts and ``batch_tokens`` padded tokens (texts x the first's length), at least one."""
+    start = 0
+    while start < len(lengths):
+        size = max(1, min(batch_size, batch_tokens // max(1, lengths[start])))
+        yield min(size, len(lengths) - start)
+        start += size
+
+
 def mean_pool(hidden: Any, mask: Any) -> Any:
     """Mean of ``hidden [b, s, d]`` over the positions where ``mask [b, s]`` is 1."""
     import numpy as np
@@ -277,12 +287,10 @@ class OnnxEmbeddingProvider:
         return out
 
     def _batches(self, order: list[int], ids: list[list[int]]) -> Iterator[list[int]]:
-        """``order`` (longest first) cut into model calls of at most ``batch_size`` texts
-        and ``batch_tokens`` padded tokens; the first text of a call is its longest."""
+        """``order`` (longest first) cut into model calls (see :func:`call_sizes`)."""
         start = 0
-        while start < len(order):
-            longest = max(1, len(ids[order[start]]))
-            size = max(1, min(self._batch_size, self._batch_tokens // longest))
+        lengths = [len(ids[i]) for i in order]
+        for size in call_sizes(lengths, self._batch_size, self._batch_tokens):
             yield order[start : start + size]
             start += size
 
