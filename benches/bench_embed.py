@@ -52,6 +52,7 @@ from common import (  # noqa: E402
     version,
     write_result,
 )
+from kbdb.config import EmbeddingConfig  # noqa: E402
 from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider  # noqa: E402
 from kbdb.embedding.local import BATCH_TOKENS, mean_pool, new_session  # noqa: E402
 
@@ -255,8 +256,9 @@ def headline(runs: list[dict[str, Any]], sci: dict[str, Any] | None) -> list[dic
                 f"{sci['vector_int8']['ndcg@10']:.4f} (Δ {sci['vector_ndcg_delta']:+.4f}), "
                 f"hybrid {sci['hybrid_fp32']['ndcg@10']:.4f} → "
                 f"{sci['hybrid_int8']['ndcg@10']:.4f} (Δ {sci['hybrid_ndcg_delta']:+.4f})",
-                "peers": f"default on only if loss ≤ {MAX_NDCG_LOSS}: "
-                + ("met, on" if sci["rule_met"] else "not met, off"),
+                "peers": f"may be the default only if loss ≤ {MAX_NDCG_LOSS}: "
+                + ("met" if sci["rule_met"] else "not met")
+                + f"; default: {'on' if EmbeddingConfig().quantized else 'off'}",
             }
         )
     return rows

@@ -68,6 +68,25 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_id() -> dict[str, Any]:
+    """Family, model and AVX-512 flag from /proc/cpuinfo: "AMD EPYC" names both Zen 4
+    (family 25), whose AVX-512 runs on 256-bit units, and Zen 5 (family 26), whose units are
+    512 bits wide; matrix-bound results (embedding) differ by about 2x between them."""
+    fields: dict[str, Any] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("cpu family", "model") and key.replace(" ", "_") not in fields:
+                fields[key.replace(" ", "_")] = int(value)
+            elif key == "flags":
+                fields["avx512f"] = "avx512f" in value.split()
+                break
+    except (OSError, ValueError):
+        pass
+    return fields
+
+
 def version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -84,6 +103,7 @@ def machine_info() -> dict[str, Any]:
         usable = os.cpu_count() or 1
     return {
         "cpu": cpu_model(),
+        "cpu_id": cpu_id(),
         "cores": os.cpu_count(),
         "usable_cores": usable,
         "platform": platform.platform(),

@@ -95,7 +95,11 @@ def _hosts(results: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     for name in ORDER:
         data = results.get(name)
         if data is not None:
-            platform = data.get("machine", {}).get("platform", "unknown host")
+            machine = data.get("machine", {})
+            platform = machine.get("platform", "unknown host")
+            cpu = machine.get("cpu_id", {})
+            if "cpu_family" in cpu:  # one platform string covers Zen 4 and Zen 5 hosts
+                platform += f" (CPU family {cpu['cpu_family']}, model {cpu.get('model', '?')})"
             hosts.setdefault(platform, []).append(name)
     return hosts
 

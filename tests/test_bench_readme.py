@@ -41,6 +41,16 @@ def test_results_from_several_hosts_are_said_to_be() -> None:
     assert "host-b: `benches/bench_lexical_speed.py`, `benches/bench_neardup.py`" in block
 
 
+def test_one_platform_string_with_two_cpu_families_is_two_hosts() -> None:
+    zen4, zen5 = _result("host-a", "e"), _result("host-a", "q")
+    zen4["machine"]["cpu_id"] = {"cpu_family": 25, "model": 17, "avx512f": True}
+    zen5["machine"]["cpu_id"] = {"cpu_family": 26, "model": 2, "avx512f": True}
+    block = update_readme.render({"quality": zen5, "embed": zen4})
+    assert "The results come from 2 hosts of this machine class" in block
+    assert "host-a (CPU family 25, model 17): `benches/bench_embed.py`" in block
+    assert "host-a (CPU family 26, model 2): `benches/bench_quality.py`" in block
+
+
 def test_the_block_replaces_only_the_text_between_the_markers() -> None:
     text = f"before\n{update_readme.START}\nold\n{update_readme.END}\nafter\n"
     new = update_readme.update(text, "\nnew\n")
