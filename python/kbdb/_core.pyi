@@ -263,7 +263,8 @@ class VectorIndex:
         ``scalar`` (``KBDB_VECTOR_KERNEL`` forces an available one)."""
     @staticmethod
     def q8_kernel() -> str:
-        """The int8 kernel of the quantized scan on this CPU: ``avx512vnni``, ``avx2``,
+        """The int8 kernel of the quantized scan on this CPU: ``avx512vnni`` (four rows
+        at a time), ``avx512vnni-row`` (one row at a time, first on AMD Zen 4), ``avx2``,
         ``neon`` or ``scalar`` (``KBDB_Q8_KERNEL`` forces an available one)."""
     @staticmethod
     def q8_candidates(limit: int) -> int:

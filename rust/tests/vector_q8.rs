@@ -30,10 +30,11 @@ proptest! {
 
     #[test]
     fn every_q8_kernel_equals_scalar(
-        chunks in 1usize..9,
+        // 1-13 blocks: 6 and 12 (384 and 768 dimensions) take the held-query paths.
+        chunks in 1usize..14,
         n in 1usize..24,
         seed in any::<u64>(),
-        q in prop::collection::vec(-127i8..=127, 512),
+        q in prop::collection::vec(-127i8..=127, 832),
     ) {
         let stride = 64 * chunks;
         let codes: Vec<u8> = (0..n * stride)
@@ -86,7 +87,9 @@ fn named_q8_kernels_are_present_on_this_cpu() {
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512vnni") {
-        assert_eq!(names[0], "avx512vnni");
+        // Both orders are present; which one leads depends on the CPU family.
+        assert!(names[0].starts_with("avx512vnni"), "{names:?}");
+        assert!(names.contains(&"avx512vnni") && names.contains(&"avx512vnni-row"));
     }
     assert!(names.contains(&q8::best().name()));
 }

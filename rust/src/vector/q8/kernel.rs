@@ -1,18 +1,19 @@
 //! Integer dot products of a quantized query with q8 rows, one instruction set per file,
 //! chosen once at run time like the f32 kernels (`super::super::kernel`).
 //!
-//! | file        | instruction set               | per 64 codes                         |
-//! |-------------|-------------------------------|--------------------------------------|
-//! | `avx512.rs` | AVX-512 VNNI (x86_64)         | one `vpdpbusd` (u8 × i8, 4 to i32)   |
-//! | `avx2.rs`   | AVX2 (x86_64)                 | widen u8 to i16, `vpmaddwd`, ×4      |
-//! | `neon.rs`   | NEON (aarch64)                | widen to i16, `smlal` into i32       |
-//! | here        | portable Rust                 | the reference                        |
+//! | file        | instruction set                       | per 64 codes                       |
+//! |-------------|---------------------------------------|------------------------------------|
+//! | `avx512.rs` | AVX-512 VNNI (x86_64), two row orders | one `vpdpbusd` (u8 × i8, 4 to i32) |
+//! | `avx2.rs`   | AVX2 (x86_64)                         | widen u8 to i16, `vpmaddwd`, ×4    |
+//! | `neon.rs`   | NEON (aarch64)                        | widen to i16, `smlal` into i32     |
+//! | here        | portable Rust                         | the reference                      |
 //!
 //! Every kernel computes the exact `Σ q[j] × code[j]` in i32 (no saturation: at most
 //! 65 535 dimensions × 255 × 127 < 2^31), so all of them agree bit for bit with the
 //! scalar one (`rust/tests/vector_q8.rs`); the choice never changes a result. The
-//! environment variable `KBDB_Q8_KERNEL` (`avx512vnni`, `avx2`, `neon`, `scalar`) forces
-//! an available kernel, for benchmarks; an unknown or unavailable name is ignored.
+//! environment variable `KBDB_Q8_KERNEL` (`avx512vnni`, `avx512vnni-row`, `avx2`, `neon`,
+//! `scalar`) forces an available kernel, for benchmarks; an unknown or unavailable name is
+//! ignored.
 //!
 //! As with [`crate::vector::kernel::Kernel`], a [`Q8Kernel`] can only be built by its
 //! file's `detect`, after the CPU feature check.
