@@ -17,6 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {
     "quality": "bench_quality.py",
+    "navigation": "bench_navigation.py",  # docker-cli known-item queries, a few seconds
     "lexical_speed": "bench_lexical_speed.py",
     "learn": "bench_learn.py",
     "vector_scan": "bench_vector_scan.py",

@@ -22,6 +22,7 @@ START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
 ORDER = (
     "quality",
+    "navigation",
     "lexical_speed",
     "vector_scan",
     "embed",
@@ -34,6 +35,7 @@ ORDER = (
 )
 SOURCES = {
     "quality": "benches/bench_quality.py",
+    "navigation": "benches/bench_navigation.py",
     "lexical_speed": "benches/bench_lexical_speed.py",
     "vector_scan": "benches/bench_vector_scan.py",
     "embed": "benches/bench_embed.py",
