@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -216,3 +217,84 @@ def test_run_eval_rejects_bad_mode_and_limit(tmp_path: Path) -> None:
         run_eval(corpus, queries, qrels, mode="fuzzy")
     with pytest.raises(InvalidArgumentError):
         run_eval(corpus, queries, qrels, limit=0)
+
+
+# -- the per-query file ----------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_run_eval_per_query_file_lists_metrics_ranks_and_hits(tmp_path: Path) -> None:
+    corpus, queries, qrels = _dataset(tmp_path)
+    # q1 has one relevant document, found first; q2 has d4 (found at rank 2, after the judged
+    # non-relevant d3) and "gone" (relevant, never retrievable).
+    qrels.write_text("q1\td1\t1\nq2\td3\t0\nq2\td4\t2\nq2\tgone\t1\n", encoding="utf-8")
+    out = tmp_path / "per-query.jsonl"
+    out.write_text("stale content\n", encoding="utf-8")  # replaced, not appended to
+    report = run_eval(corpus, queries, qrels, per_query=out)
+
+    q1, q2 = _read_jsonl(out)
+    assert (q1["query_id"], q1["query"]) == ("q1", "sunlight electricity")
+    assert q1["ndcg@10"] == 1.0 and q1["recall@100"] == 1.0 and q1["mrr@10"] == 1.0
+    assert q1["relevant"] == [{"doc_id": "d1", "gain": 1, "rank": 1}]
+    top = q1["hits"][0]
+    assert (top["rank"], top["doc_id"], top["relevant"], top["gain"]) == (1, "d1", True, 1)
+    # d2 matches "electricity" only: retrieved, but not judged for q1.
+    assert [(h["doc_id"], h["relevant"], h["gain"]) for h in q1["hits"][1:]] == [
+        ("d2", False, None)
+    ]
+    assert q1["retrieved"] == 2
+
+    assert q2["query_id"] == "q2"
+    assert q2["relevant"] == [
+        {"doc_id": "d4", "gain": 2, "rank": 2},
+        {"doc_id": "gone", "gain": 1, "rank": None},
+    ]
+    assert [(h["rank"], h["doc_id"], h["relevant"], h["gain"]) for h in q2["hits"]] == [
+        (1, "d3", False, 0),
+        (2, "d4", True, 2),
+    ]
+    # DCG = 2/log2(3); IDCG = 2 + 1/log2(3).
+    assert q2["ndcg@10"] == pytest.approx((2 / LOG2_3) / (2 + 1 / LOG2_3), abs=1e-6)
+    assert q2["recall@100"] == pytest.approx(0.5) and q2["mrr@10"] == pytest.approx(0.5)
+    # Scores are the search's, best first; the per-query metrics average to the report's.
+    for q in (q1, q2):
+        scores = [h["score"] for h in q["hits"]]
+        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
+        assert q["latency_ms"] > 0
+    assert report.ndcg_at_10 == pytest.approx((q1["ndcg@10"] + q2["ndcg@10"]) / 2, abs=1e-6)
+    assert report.mrr_at_10 == pytest.approx((1 + 0.5) / 2)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "corpus.jsonl",
+        "per-query.jsonl",
+        "queries.jsonl",
+    ]  # no temporary file left behind
+
+
+def test_run_eval_per_query_lists_only_the_top_ten_hits(tmp_path: Path) -> None:
+    docs: list[dict[str, object]] = [
+        {"_id": f"d{i:02}", "title": f"Bread {i}", "text": "bread " * (i + 1)} for i in range(15)
+    ]
+    corpus = _write_jsonl(tmp_path / "corpus.jsonl", docs)
+    queries = _write_jsonl(tmp_path / "queries.jsonl", [{"_id": "q", "text": "bread"}])
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q\td00\t1\n", encoding="utf-8")
+    out = tmp_path / "pq.jsonl"
+    run_eval(corpus, queries, qrels, per_query=out)
+    (q,) = _read_jsonl(out)
+    assert q["retrieved"] == 15 and len(q["hits"]) == 10
+    assert [h["rank"] for h in q["hits"]] == list(range(1, 11))
+    rank = q["relevant"][0]["rank"]
+    assert isinstance(rank, int) and 1 <= rank <= 15
+    assert any(h["doc_id"] == "d00" for h in q["hits"]) == (rank <= 10)
+
+
+def test_run_eval_per_query_path_is_checked_before_the_run(tmp_path: Path) -> None:
+    corpus, queries, qrels = _dataset(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="does not exist") as missing:
+        run_eval(corpus, queries, qrels, per_query=tmp_path / "no-such-folder" / "pq.jsonl")
+    assert missing.value.hint and "create the folder" in missing.value.hint
+    with pytest.raises(InvalidArgumentError, match="is a folder"):
+        run_eval(corpus, queries, qrels, per_query=tmp_path)

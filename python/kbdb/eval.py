@@ -6,7 +6,9 @@ heading and the ``text`` as its body. Every judged query then runs once through
 :meth:`KnowledgeBase.search`, single-threaded, and the hits are mapped back to BEIR ids
 through their docids. The report holds nDCG@10, Recall@100 and MRR@10 (BEIR /
 ``pytrec_eval`` definitions, see :mod:`kbdb.evaluation.metrics`), queries/s and p50/p95
-latency, the parameters used and the dataset checksums.
+latency, the parameters used and the dataset checksums. With ``per_query``, each judged
+query's metrics, the ranks of its relevant documents and its top hits go to a JSON Lines
+file (:func:`query_records`), so that the losses can be studied one query at a time.
 
 Settings (``{"search.k1": "0.9"}``) are written to the temporary knowledge base's
 ``worker.toml`` before it is opened. With ``db`` they apply in memory only: an evaluation
@@ -15,6 +17,8 @@ never edits a user's configuration.
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +44,7 @@ __all__ = [
     "Rankings",
     "learn_corpus",
     "override_config",
+    "query_records",
     "run_eval",
     "run_queries",
     "score_rankings",
@@ -50,6 +55,7 @@ LEARN_BATCH = 2_048  # documents per transaction and index commit while loading 
 NDCG_K = 10
 RECALL_K = 100
 MRR_K = 10
+TOP_HITS = 10  # hits listed per query in the per-query file
 
 EvalProgress = Callable[[str, int, int], None]
 """``(phase, done, total)``; ``phase`` is ``"learn"`` or ``"search"``."""
@@ -114,6 +120,7 @@ def run_eval(
     limit: int = RECALL_K,
     split: str | None = None,
     progress: EvalProgress | None = None,
+    per_query: Path | None = None,
 ) -> EvalReport:
     """Evaluate search on a BEIR dataset.
 
@@ -128,12 +135,15 @@ def run_eval(
         limit: results per query (1–100); Recall@100 needs 100.
         split: the qrels split when ``qrels`` is a folder (default ``test``).
         progress: called as ``(phase, done, total)`` while learning and searching.
+        per_query: write one JSON line per judged query here (see :func:`query_records`),
+            replacing the file when the run is done; its folder must exist.
 
     Returns:
         The report.
 
     Raises:
-        InvalidArgumentError: bad paths or dataset files, an unknown mode, a bad limit.
+        InvalidArgumentError: bad paths or dataset files, an unknown mode, a bad limit, a
+            ``per_query`` path that is a folder or whose folder does not exist.
         ConfigInvalidError: an unknown setting or an impossible value.
         EmbeddingProviderNotConfiguredError: ``vector``/``hybrid`` without a provider.
     """
@@ -141,6 +151,9 @@ def run_eval(
         raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)} (got {mode!r})")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= RECALL_K:
         raise InvalidArgumentError(f"limit must be an integer in 1..{RECALL_K} (got {limit!r})")
+    if per_query is not None:
+        per_query = Path(per_query)
+        _check_writable(per_query)
     settings = dict(settings or {})
     dataset = load_beir(Path(corpus), Path(queries), Path(qrels), split=split)
     from kbdb.kb import KnowledgeBase
@@ -169,8 +182,9 @@ def run_eval(
             if mode != "lexical" and kb.stats().vector_index_stale:
                 kb.rebuild(lexical=False)  # sections learned before the vectors existed
             index_s = time.perf_counter() - started
+            hit_scores: dict[str, list[float]] | None = {} if per_query is not None else None
             rankings, latencies = run_queries(
-                kb, dataset, mode=mode, limit=limit, progress=progress
+                kb, dataset, mode=mode, limit=limit, progress=progress, scores=hit_scores
             )
             params = {
                 "search": config_to_dict(kb.config)["search"],
@@ -182,6 +196,8 @@ def run_eval(
             kb.close()
 
     scores = score_rankings(rankings, dataset.qrels)
+    if per_query is not None and hit_scores is not None:
+        _write_jsonl(per_query, query_records(dataset, rankings, hit_scores, latencies))
     total_s = sum(latencies)
     return EvalReport(
         ndcg_at_10=scores["ndcg@10"],
@@ -251,11 +267,16 @@ def run_queries(
     mode: str = "lexical",
     limit: int = RECALL_K,
     progress: EvalProgress | None = None,
+    scores: dict[str, list[float]] | None = None,
 ) -> tuple[Rankings, list[float]]:
     """Run every judged query once, single-threaded, after one untimed warm-up query.
 
+    ``scores``: when given, ``scores[query_id]`` is filled with the search score of each
+    BEIR id of the ranking (that of the first hit naming it), in ranking order.
+
     Returns:
-        The rankings as BEIR ids, and each query's wall time in seconds.
+        The rankings as BEIR ids, and each query's wall time in seconds, in the order of
+        ``dataset.queries``.
     """
     known = {d.id for d in dataset.corpus}
     if dataset.queries:
@@ -267,7 +288,12 @@ def run_queries(
         t0 = time.perf_counter()
         result = kb.search(text, mode=mode, limit=limit)
         latencies.append(time.perf_counter() - t0)
-        rankings[qid] = to_beir_ids((item.docids for item in result.items), known)
+        if scores is None:
+            rankings[qid] = to_beir_ids((item.docids for item in result.items), known)
+        else:
+            ranked = _beir_hits(((item.docids, item.score) for item in result.items), known)
+            rankings[qid] = [d for d, _ in ranked]
+            scores[qid] = [score for _, score in ranked]
         if progress and (n % 50 == 0 or n == total):
             progress("search", n, total)
     return rankings, latencies
@@ -284,6 +310,116 @@ def to_beir_ids(docids_per_hit: Iterable[Sequence[str]], known: set[str]) -> lis
                 seen.add(d)
                 out.append(d)
     return out
+
+
+def _beir_hits(
+    hits: Iterable[tuple[Sequence[str], float]], known: set[str]
+) -> list[tuple[str, float]]:
+    """:func:`to_beir_ids` keeping each BEIR id's score: that of the first hit naming it."""
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for docids, score in hits:
+        for d in docids:
+            if d in known and d not in seen:
+                seen.add(d)
+                out.append((d, score))
+    return out
+
+
+def query_records(
+    dataset: BeirDataset,
+    rankings: Mapping[str, Sequence[str]],
+    scores: Mapping[str, Sequence[float]],
+    latencies: Sequence[float],
+) -> list[dict[str, Any]]:
+    """One record per judged query, in the order of ``dataset.queries``, for the
+    per-query file:
+
+    - ``query_id``, ``query`` (its text);
+    - ``ndcg@10``, ``recall@100``, ``mrr@10`` (as in the report, for this query alone) and
+      ``latency_ms``;
+    - ``retrieved``: how many BEIR documents the search returned;
+    - ``relevant``: each judged-relevant document (relevance > 0) as ``{doc_id, gain,
+      rank}``, ``rank`` 1-based in the retrieved list or null when it was not retrieved;
+      found ones first, by rank;
+    - ``hits``: the top 10 as ``{rank, doc_id, score, relevant, gain}``, ``gain`` the
+      judged relevance (0 for judged not relevant) or null when the document is not judged.
+
+    ``latencies`` are in seconds, in the order of ``dataset.queries``.
+    """
+    out: list[dict[str, Any]] = []
+    for (qid, text), seconds in zip(dataset.queries, latencies, strict=True):
+        judged = dataset.qrels.get(qid, {})
+        ranking = list(rankings.get(qid, ()))
+        hit_scores = list(scores.get(qid, ()))
+        rank_of = {d: i for i, d in enumerate(ranking, 1)}
+        relevant = [
+            {"doc_id": d, "gain": g, "rank": rank_of.get(d)} for d, g in judged.items() if g > 0
+        ]
+        relevant.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
+        hits = [
+            {
+                "rank": i,
+                "doc_id": d,
+                "score": score,
+                "relevant": judged.get(d, 0) > 0,
+                "gain": judged.get(d),
+            }
+            for i, (d, score) in enumerate(zip(ranking[:TOP_HITS], hit_scores, strict=False), 1)
+        ]
+        out.append(
+            {
+                "query_id": qid,
+                "query": text,
+                "ndcg@10": round(ndcg_at_k(ranking, judged, NDCG_K), 6),
+                "recall@100": round(recall_at_k(ranking, judged, RECALL_K), 6),
+                "mrr@10": round(mrr_at_k(ranking, judged, MRR_K), 6),
+                "latency_ms": round(seconds * 1000, 3),
+                "retrieved": len(ranking),
+                "relevant": relevant,
+                "hits": hits,
+            }
+        )
+    return out
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before the run, not after it, when the per-query file cannot be written."""
+    if path.is_dir():
+        raise InvalidArgumentError(
+            f"per-query file {path} is a folder", hint="give a file name, e.g. per-query.jsonl"
+        )
+    folder = path.parent
+    if not folder.is_dir():
+        raise InvalidArgumentError(
+            f"cannot write the per-query file {path}: folder {folder} does not exist",
+            hint="create the folder first, or give another path",
+        )
+    if not os.access(folder, os.W_OK):
+        raise InvalidArgumentError(
+            f"cannot write the per-query file {path}: folder {folder} is not writable",
+            hint="give a path in a folder you can write to",
+        )
+
+
+def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Write ``records`` as JSON Lines to a temporary file beside ``path``, then rename it
+    over ``path``: a reader sees the old file or the whole new one, never a part. The file
+    gets the permissions a new file would (mkstemp's are owner-only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            for record in records:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def score_rankings(

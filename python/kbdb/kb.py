@@ -263,7 +263,7 @@ class KnowledgeBase:
         self,
         query: str,
         *,
-        mode: str = "lexical",
+        mode: str | None = None,
         limit: int | None = None,
         offset: int = 0,
         tags: Sequence[str] | None = None,
@@ -273,8 +273,28 @@ class KnowledgeBase:
         content: bool = False,
         explain: bool = False,
     ) -> SearchResult:
-        """Ranked search (SPEC §4). ``mode`` is ``lexical`` (default), ``vector`` or
-        ``hybrid``."""
+        """Ranked search (SPEC §4). ``mode`` is ``lexical``, ``vector`` or ``hybrid``;
+        None (the default) takes ``search.default_mode`` from the configuration. When that
+        default is ``vector`` or ``hybrid`` and no embedding provider is configured, the
+        search runs lexical and says so: ``search_mode`` is the configured mode and
+        ``retrieval_method`` is ``lexical``. A mode named here without a provider fails
+        with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
+        if mode is None:
+            mode = self.config.search.default_mode
+            if mode != self.config.effective_default_mode:
+                result = self.search(
+                    query,
+                    mode="lexical",
+                    limit=limit,
+                    offset=offset,
+                    tags=tags,
+                    docid=docid,
+                    type=type,
+                    section_type=section_type,
+                    content=content,
+                    explain=explain,
+                )
+                return dataclasses.replace(result, search_mode=mode)
         if mode not in _SEARCH_MODES:
             raise InvalidArgumentError(
                 f"mode must be one of lexical, vector, hybrid (got {mode!r})"

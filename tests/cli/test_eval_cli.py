@@ -40,3 +40,20 @@ def test_eval_errors(tmp_path: Path, kbdb: Kbdb) -> None:
         assert res.code == 2, bad
         assert res.err.startswith("kbdb: ") and "Traceback" not in res.err
     assert kbdb("eval", "--corpus", "missing.jsonl", "--queries", "q", "--qrels", "r").code == 2
+
+
+def test_eval_per_query_file(tmp_path: Path, kbdb: Kbdb) -> None:
+    args = dataset(tmp_path)
+    res = kbdb("eval", *args, "--per-query", "per-query.jsonl")
+    assert res.code == 0, res.err
+    assert "per-query.jsonl" in res.out
+    lines = (tmp_path / "per-query.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [r["query_id"] for r in rows] == ["q1", "q2"]
+    assert [r["relevant"] for r in rows] == [
+        [{"doc_id": "d1", "gain": 1, "rank": 1}],
+        [{"doc_id": "d3", "gain": 1, "rank": 1}],
+    ]
+    assert all(r["ndcg@10"] == 1.0 and r["hits"][0]["relevant"] for r in rows)
+    missing = kbdb("eval", *args, "--per-query", "nowhere/per-query.jsonl")
+    assert missing.code == 2 and "nowhere" in missing.err and "does not exist" in missing.err

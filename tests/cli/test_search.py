@@ -116,6 +116,40 @@ def test_vector_mode_without_a_provider(learned: Path, kbdb: Kbdb) -> None:
     assert kbdb("search", "pool", "--mode", "sideways").code == 2
 
 
+def test_search_without_mode_uses_search_default_mode(learned: Path, kbdb: Kbdb) -> None:
+    from tests.embedding.conftest import find_test_model
+
+    for key, value in (
+        ("embedding.provider", "onnx"),
+        ("embedding.model_path", str(find_test_model())),
+        ("search.default_mode", "hybrid"),
+    ):
+        assert kbdb("config", "set", key, value).code == 0
+    assert kbdb("rebuild").code == 0  # embeds the sections learned before the provider
+    res = kbdb("--json", "search", "connection", "pool")
+    assert res.code == 0, res.err
+    assert (res.json()["search_mode"], res.json()["retrieval_method"]) == ("hybrid", "hybrid")
+    explicit = kbdb("--json", "search", "connection", "pool", "--mode", "lexical")
+    assert explicit.json()["search_mode"] == explicit.json()["retrieval_method"] == "lexical"
+    human = kbdb("search", "connection", "pool")
+    assert human.code == 0 and "mode hybrid" in human.out and human.err == ""
+
+
+def test_default_mode_without_a_provider_falls_back_to_lexical(learned: Path, kbdb: Kbdb) -> None:
+    assert kbdb("config", "set", "search.default_mode", "hybrid").code == 0
+    res = kbdb("--json", "search", "connection", "pool")
+    assert res.code == 0, res.err
+    data = res.json()
+    assert (data["search_mode"], data["retrieval_method"]) == ("hybrid", "lexical")
+    assert data["vector_index_stale"] is False and data["total"] >= 1
+    human = kbdb("search", "connection", "pool")
+    assert human.code == 0 and "mode hybrid · retrieved lexical" in human.out
+    assert "search.default_mode is hybrid but no embedding provider is configured" in human.err
+    assert "kbdb config set search.default_mode lexical" in human.err
+    # A named mode still needs the provider.
+    assert kbdb("search", "pool", "--mode", "hybrid").code == 2
+
+
 def test_learn_reports_and_skips_bad_files(tmp_path: Path, kbdb: Kbdb) -> None:
     from tests.cli.conftest import write
 

@@ -48,17 +48,20 @@ class State:
         return not (self.json or self.quiet) and sys.stderr.isatty()
 
     @contextmanager
-    def open(self, *, model: bool = False) -> Iterator[KnowledgeBase]:
+    def open(self, *, model: bool | None = False) -> Iterator[KnowledgeBase]:
         """Open the knowledge base that ``--db``, ``KBDB_DB`` or the current folder names.
 
         ``model``: the command will embed, so on a terminal the ONNX model is resolved now,
         under its own download bar, rather than in the middle of another progress bar. A
-        failure here is left for the embedding itself to report (a learn stays lexical)."""
+        failure here is left for the embedding itself to report (a learn stays lexical).
+        None: the command searches in the configured default mode, which may embed."""
         from kbdb.errors import KbdbError
         from kbdb.kb import KnowledgeBase
 
         kb = KnowledgeBase.open(self.db)
         try:
+            if model is None:
+                model = kb.config.effective_default_mode != "lexical"
             if model and self.interactive and kb.config.embedding.provider == "onnx":
                 from kbdb.cli.render import download_progress
 

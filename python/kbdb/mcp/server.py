@@ -35,13 +35,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from kbdb.errors import KbdbError
+from kbdb.config import Config, load_config
+from kbdb.errors import ConfigInvalidError, KbdbError
 from kbdb.mcp import pipes, prompt
 from kbdb.mcp.logs import LEVELS, NO_FORWARD, LogHub, level_index, send_log, setup_logging
 from kbdb.mcp.render import compact_json, render
 from kbdb.mcp.resources import TEMPLATES, list_resources, read_resource
 from kbdb.mcp.schema import check_arguments, output_schema
-from kbdb.mcp.tools import BY_NAME, PROGRESS, TOOLS, ToolSpec
+from kbdb.mcp.tools import PROGRESS, ToolSpec, tools_for
 
 if TYPE_CHECKING:
     from kbdb.kb import KnowledgeBase
@@ -61,10 +62,21 @@ INSTRUCTIONS = (
 
 
 class KbHost:
-    """Opens the knowledge base once, lazily, and runs the start-up check once."""
+    """Opens the knowledge base once, lazily, and runs the start-up check once.
+
+    ``config``: ``worker.toml`` as read when the server starts (None when it does not
+    validate: opening the knowledge base then reports CONFIG_INVALID to every call). The
+    knowledge base is opened with it, so the tool descriptions built from it describe what
+    the calls do."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.config: Config | None
+        try:
+            # kbdb.kb.CONFIG_NAME: that module loads the engine, which waits for a client.
+            self.config = load_config(path / "worker.toml")
+        except ConfigInvalidError:
+            self.config = None
         self._kb: KnowledgeBase | None = None
         self._open_lock = anyio.Lock()
         self._check_lock = anyio.Lock()
@@ -78,7 +90,9 @@ class KbHost:
                     # Imported here: the engine loads after `initialize` has been answered.
                     from kbdb.kb import KnowledgeBase
 
-                    kb = await anyio.to_thread.run_sync(KnowledgeBase.open, self.path)
+                    kb = await anyio.to_thread.run_sync(
+                        functools.partial(KnowledgeBase.open, self.path, config=self.config)
+                    )
                     # Opens (or builds, when missing) the index on this worker thread, so
                     # that the searches run on the event loop never have to.
                     try:
@@ -124,8 +138,7 @@ def summarise(report: dict[str, Any]) -> str:
 # -- tools ---------------------------------------------------------------------------------
 
 
-@functools.cache
-def tool_definitions() -> tuple[types.Tool, ...]:
+def tool_definitions(tools: tuple[ToolSpec, ...]) -> tuple[types.Tool, ...]:
     return tuple(
         types.Tool(
             name=spec.name,
@@ -141,7 +154,7 @@ def tool_definitions() -> tuple[types.Tool, ...]:
                 open_world_hint=False,
             ),
         )
-        for spec in TOOLS
+        for spec in tools
     )
 
 
@@ -208,18 +221,25 @@ async def run_tool(
 
 def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     """The low-level server with every handler bound to ``host``."""
+    tools = tools_for(host.config)
+    by_name = {t.name: t for t in tools}
+
+    @functools.cache
+    def definitions() -> tuple[types.Tool, ...]:
+        # On the first tools/list, not before `initialize` is answered.
+        return tool_definitions(tools)
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(tool_definitions()))
+        return types.ListToolsResult(tools=list(definitions()))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        spec = BY_NAME.get(params.name)
+        spec = by_name.get(params.name)
         if spec is None:
-            names = ", ".join(t.name for t in TOOLS)
+            names = ", ".join(t.name for t in tools)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} (tools: {names})")
         # report_progress is a no-op unless the client sent a progress token.
         return await run_tool(host, spec, dict(params.arguments or {}), progress_reporter(ctx))

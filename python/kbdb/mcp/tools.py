@@ -10,7 +10,7 @@ rejected (a typo must not silently change a search).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from kbdb.types import (
 )
 
 if TYPE_CHECKING:
+    from kbdb.config import Config
     from kbdb.kb import KnowledgeBase
 
 Args = dict[str, Any]
@@ -136,7 +137,7 @@ def _search(kb: KnowledgeBase, a: Args) -> Any:
         )
     return kb.search(
         a["query"],
-        mode=mode or alias or "lexical",
+        mode=mode or alias,  # None: the knowledge base's search.default_mode
         limit=a.get("limit"),
         offset=a.get("offset", 0),
         tags=a.get("tags") or None,
@@ -230,9 +231,9 @@ side by side.
 matches (treat with care); "unanswered" means nothing relevant is stored: investigate (read the \
 code, ask the user), do not guess.
 - Narrow with `tags`, `docid`, `section_type`; page with `offset`.
-- `mode` is "lexical" (keywords, BM25F; the default), "vector" (meaning) or "hybrid" (both). \
-vector and hybrid need an embedding provider; without one they fail with \
-EMBEDDING_PROVIDER_NOT_CONFIGURED."""
+- `mode` is "lexical" (keywords, BM25F), "vector" (meaning) or "hybrid" (both); leave it out \
+to get this knowledge base's default mode. vector and hybrid need an embedding provider; naming \
+them without one fails with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
 
 LEARN_DESCRIPTION = """Store knowledge so that it can be recalled later, in this session or the \
 next.
@@ -603,3 +604,34 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def tools_for(config: Config | None) -> tuple[ToolSpec, ...]:
+    """The tools as a knowledge base with ``config`` serves them: the search tool's
+    description names the mode a search gets when it names none, its schema gives that mode
+    as the default of ``mode`` and ``search_mode``, and a search in it runs on the event
+    loop only when it is lexical. ``config`` None (``worker.toml`` does not validate, so
+    every call reports CONFIG_INVALID): :data:`TOOLS`, which name no configured mode."""
+    if config is None:
+        return TOOLS
+    configured, mode = config.search.default_mode, config.effective_default_mode
+    if configured == mode:
+        line = f"Default mode here: {mode} (search.default_mode)."
+    else:
+        line = (
+            f"Default mode here: lexical (search.default_mode is {configured}, but no "
+            "embedding provider is configured)."
+        )
+    spec = BY_NAME["search"]
+    properties = {
+        **spec.properties,
+        "mode": {**spec.properties["mode"], "default": mode},
+        "search_mode": {**spec.properties["search_mode"], "default": mode},
+    }
+    search = replace(
+        spec,
+        description=f"{spec.description}\n{line}",
+        properties=properties,
+        inline=lambda a: (a.get("mode") or a.get("search_mode") or mode) == "lexical",
+    )
+    return tuple(search if t.name == "search" else t for t in TOOLS)

@@ -91,6 +91,14 @@ def _progress(enabled: bool) -> Iterator[Any]:
     help="Results per query (Recall@100 needs 100).",
 )
 @click.option("--split", metavar="NAME", help="qrels split when --qrels is a folder (test).")
+@click.option(
+    "--per-query",
+    "per_query",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Also write one JSON line per judged query to FILE: its metrics, the ranks of its "
+    "relevant documents and its top 10 hits.",
+)
 @global_options
 def eval_(
     corpus: Path,
@@ -100,6 +108,7 @@ def eval_(
     settings: dict[str, str],
     limit: int,
     split: str | None,
+    per_query: Path | None,
 ) -> int:
     """Learn a BEIR corpus and report nDCG@10, Recall@100, MRR@10, queries/s and latency.
 
@@ -121,6 +130,7 @@ def eval_(
             limit=limit,
             split=split,
             progress=progress,
+            per_query=per_query,
         )
     data = report.to_dict()
     if st.json:
@@ -143,5 +153,7 @@ def eval_(
     table.add_row("mode / limit / split", f"{data['mode']} / {data['limit']} / {data['split']}")
     for key, value in data["settings"].items():
         table.add_row(f"--set {key}", value)
+    if per_query is not None:
+        table.add_row("per-query file", str(per_query))
     console().print(table)
     return 0

@@ -23,10 +23,9 @@ MAX_LIMIT = 100
     "--algo",
     "mode",
     type=click.Choice(MODES),
-    default="lexical",
-    show_default=True,
     help="lexical (BM25F), vector (cosine) or hybrid (RRF of both). vector and hybrid "
-    "need an embedding provider ([embedding] in worker.toml).",
+    "need an embedding provider ([embedding] in worker.toml). Default: search.default_mode "
+    "(lexical unless configured).",
 )
 @click.option(
     "--limit",
@@ -63,7 +62,7 @@ MAX_LIMIT = 100
 @global_options
 def search(
     query: tuple[str, ...],
-    mode: str,
+    mode: str | None,
     limit: int | None,
     offset: int,
     tags: tuple[str, ...],
@@ -81,7 +80,10 @@ def search(
     """
     text = " ".join(query)
     st = state()
-    with st.open(model=mode != "lexical") as kb:
+    with st.open(model=None if mode is None else mode != "lexical") as kb:
+        # search.default_mode asks for vectors that this knowledge base does not have.
+        configured = kb.config.search.default_mode
+        no_vectors = mode is None and configured != kb.config.effective_default_mode
         res = kb.search(
             text,
             mode=mode,
@@ -97,5 +99,12 @@ def search(
     if st.json:
         emit_json(res.to_dict())
     else:
+        if no_vectors:
+            click.echo(
+                f"kbdb: search.default_mode is {configured} but no embedding provider is "
+                "configured, lexical results only (set embedding.provider, or "
+                "'kbdb config set search.default_mode lexical')",
+                err=True,
+            )
         render_search(res, text, show_content=with_content)
     return 0
