@@ -136,7 +136,7 @@ def test_config_to_dict_round_trips() -> None:
         ("[search]\ndefault_limit = true\n", "search.default_limit must be an integer"),
         ("[search]\nfusion = 'max'\n", 'search.fusion must be one of "rrf", "linear"'),
         ("[search]\nsynonyms = 1\n", "search.synonyms must be true or false (got 1)"),
-        ("[search]\nw_heading = 0\nw_body = 0\nw_code = 0\n", "must not all be 0"),
+        ("[search]\nw_heading = 0\nw_body = 0\nw_code = 0\nw_path = 0\n", "must not all be 0"),
         ("[embedding]\nprovider = 'openai'\n", 'must be one of "none", "onnx", "api"'),
         ("[embedding]\ndimensions = 0\n", "embedding.dimensions must be an integer from 1"),
         ("[embedding]\ndimensions = 70000\n", "from 1 to 65535"),
@@ -199,12 +199,12 @@ def test_set_value_uncomments_in_place_and_keeps_comments(tmp_path: Path) -> Non
     cfg = set_value(path, "search.k1", "1.5")
     assert cfg.search.k1 == 1.5
     text = path.read_text(encoding="utf-8")
-    assert "k1 = 1.5 # default: 1.2" in text
+    assert "k1 = 1.5 # default: 1.8" in text
     assert "# k1 = " not in text
     before = default_config_text().splitlines()
     after = text.splitlines()
     assert len(before) == len(after)
-    assert [b for b, a in zip(before, after, strict=True) if b != a] == ["# k1 = 1.2"]
+    assert [b for b, a in zip(before, after, strict=True) if b != a] == ["# k1 = 1.8"]
     assert load_config(path).search.k1 == 1.5
 
 
@@ -227,7 +227,7 @@ def test_set_value_creates_a_missing_file_from_the_defaults(tmp_path: Path) -> N
     path = tmp_path / "worker.toml"
     set_value(path, "search.synonyms", "false")
     assert load_config(path) == Config(search=SearchConfig(synonyms=False))
-    assert "# k1 = 1.2" in path.read_text(encoding="utf-8")
+    assert "# k1 = 1.8" in path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -321,7 +321,11 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.w_heading": st.floats(0, 1e6, **_FINITE),
     "search.w_body": st.floats(0, 1e6, **_FINITE),
     "search.w_code": st.floats(0, 1e6, **_FINITE),
+    "search.b_path": st.floats(0, 1),
+    "search.w_path": st.floats(0, 1e6, **_FINITE),
+    "search.query_tf_k3": st.floats(0, 1e6, **_FINITE),
     "search.default_limit": st.integers(1, 100),
+    "search.default_mode": st.sampled_from(["lexical", "vector", "hybrid"]),
     "search.fusion": st.sampled_from(["rrf", "linear"]),
     "search.linear_weight": st.floats(0, 1),
     "search.synonyms": st.booleans(),

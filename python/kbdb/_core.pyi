@@ -21,6 +21,7 @@ __all__ = [
     "FIELD_HEADING",
     "FIELD_BODY",
     "FIELD_CODE",
+    "FIELD_PATH",
     "Analyzer",
     "Index",
     "Hits",
@@ -37,6 +38,7 @@ __version__: str
 FIELD_HEADING: int  # bit 1: matched in the heading field
 FIELD_BODY: int  # bit 2: matched in the body field
 FIELD_CODE: int  # bit 4: matched in the code field
+FIELD_PATH: int  # bit 8: matched in the path field (file name, document title, headings above)
 
 @final
 class Analyzer:
@@ -91,6 +93,10 @@ class Hits:
     @property
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
+    @property
+    def bodiless(self) -> list[bool]:
+        """Per hit: True when the section has neither body nor code text (a heading
+        alone, such as a page's title section whose content sits under sub-headings)."""
     @property
     def clause_bounds(self) -> list[float]:
         """Per clause (in query order): the most it can add to a score, ``max(weight ×
@@ -152,12 +158,12 @@ class Index:
         """Bytes of the files of the current snapshot, ``meta.toml`` included."""
     def commit(
         self,
-        adds: Sequence[tuple[str, str, str, str]],
+        adds: Sequence[tuple[str, str, str, str, str]],
         deletes: Sequence[str],
         *,
         watermark: int,
     ) -> list[int]:
-        """Atomically add sections ``(kbid, heading, body, code)`` and tombstone ``deletes``
+        """Atomically add sections ``(kbid, heading, body, code, path)`` and tombstone ``deletes``
         (kbids; unknown ones are ignored; a kbid both deleted and added ends up live), then
         publish a new manifest with ``watermark``. Runs the merge policy. Returns the number
         of indexed terms per add. Releases the GIL.
@@ -166,7 +172,9 @@ class Index:
         lower-case hex characters, a kbid added twice in one call, a ``watermark`` above
         2**63-1, or an index built by a different analyzer (``analyzer_id``; rebuild it)
         raise ``InvalidArgumentError``."""
-    def rebuild(self, docs: Sequence[tuple[str, str, str, str]], *, watermark: int) -> list[int]:
+    def rebuild(
+        self, docs: Sequence[tuple[str, str, str, str, str]], *, watermark: int
+    ) -> list[int]:
         """Replace the whole index with one segment built from ``docs``. Works even when the
         current files are corrupt; adopts this build's analyzer id. Releases the GIL."""
     def merge(self, *, force: bool = False) -> int:
@@ -184,8 +192,8 @@ class Index:
         limit: int = 10,
         allow: Sequence[str] | None = None,
         k1: float = 1.2,
-        b: tuple[float, float, float] = (0.75, 0.75, 0.75),
-        weights: tuple[float, float, float] = (2.0, 1.0, 1.0),
+        b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
+        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
     ) -> Hits:
         """BM25F top-``limit``. ``require_all``: every required clause and every phrase
@@ -208,8 +216,8 @@ class Index:
         limit: int = 10,
         allow: Sequence[str] | None = None,
         k1: float = 1.2,
-        b: tuple[float, float, float] = (0.75, 0.75, 0.75),
-        weights: tuple[float, float, float] = (2.0, 1.0, 1.0),
+        b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
+        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
     ) -> tuple[Hits, Hits | None]:
         """``(strict, relaxed)``: exactly ``search(..., require_all=True)`` with the

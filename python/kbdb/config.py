@@ -26,18 +26,22 @@ from typing import Any, ClassVar, Literal
 from kbdb.errors import ConfigInvalidError
 
 Provider = Literal["none", "onnx", "api"]
-Fusion = Literal["rrf", "linear"]
+Fusion = Literal["rrf", "linear", "adaptive"]
+Mode = Literal["lexical", "vector", "hybrid"]
 Kind = Literal["int", "float", "bool", "str", "path"]
 
 # BM25F defaults, tuned on SciFact with benches/tune_bm25.py (b = 0.9 for heading and body
 # scored best: nDCG@10 0.709 vs 0.706 at 0.75). Change them here only.
-DEFAULT_K1 = 1.2
+DEFAULT_K1 = 1.8
 DEFAULT_B_HEADING = 0.9
 DEFAULT_B_BODY = 0.9
 DEFAULT_B_CODE = 0.75
 DEFAULT_W_HEADING = 2.0
 DEFAULT_W_BODY = 1.0
 DEFAULT_W_CODE = 1.0
+DEFAULT_B_PATH = 1.0
+DEFAULT_W_PATH = 2.0
+DEFAULT_QUERY_TF_K3 = 8.0
 # The engine refuses larger field weights: scores could overflow to NaN (MAX_FIELD_WEIGHT in
 # rust/src/lexical/bm25f.rs).
 MAX_FIELD_WEIGHT = 1_000_000
@@ -208,9 +212,17 @@ _ALL_KEYS = (
     ConfigKey("search", "w_heading", DEFAULT_W_HEADING, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "w_body", DEFAULT_W_BODY, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "w_code", DEFAULT_W_CODE, _range(0, MAX_FIELD_WEIGHT)),
+    ConfigKey("search", "b_path", DEFAULT_B_PATH, _UNIT),
+    ConfigKey("search", "w_path", DEFAULT_W_PATH, _range(0, MAX_FIELD_WEIGHT)),
+    ConfigKey("search", "query_tf_k3", DEFAULT_QUERY_TF_K3, _range(0)),
     ConfigKey("search", "default_limit", DEFAULT_LIMIT, _range(1, MAX_LIMIT)),
-    ConfigKey("search", "fusion", "rrf", _one_of("rrf", "linear")),
+    ConfigKey("search", "default_mode", "lexical", _one_of("lexical", "vector", "hybrid")),
+    ConfigKey("search", "fusion", "rrf", _one_of("rrf", "linear", "adaptive")),
     ConfigKey("search", "linear_weight", 0.5, _UNIT),
+    ConfigKey("search", "adaptive_coverage_low", 0.4, _UNIT),
+    ConfigKey("search", "adaptive_coverage_high", 0.6, _UNIT),
+    ConfigKey("search", "adaptive_cosine_low", 0.4, _range(-1, 1)),
+    ConfigKey("search", "adaptive_cosine_high", 0.6, _range(-1, 1)),
     ConfigKey("search", "synonyms", True),
     ConfigKey("search", "sibling_boost", DEFAULT_SIBLING_BOOST, _UNIT),
     ConfigKey("learn", "max_file_bytes", DEFAULT_MAX_FILE_BYTES, _range(0, lo_open=True)),
@@ -236,9 +248,23 @@ _DOCS = {
     "search.w_heading": "BM25F weight of the heading field",
     "search.w_body": "BM25F weight of the body field",
     "search.w_code": "BM25F weight of the code field (fenced code blocks)",
+    "search.b_path": "BM25F length normalization of the path field (0 = none, 1 = full)",
+    "search.w_path": ("BM25F weight of the path field (file name, document title, headings above)"),
+    "search.query_tf_k3": (
+        "weight of a word repeated in the query: 0 counts it once, large values count each"
+    ),
     "search.default_limit": "results per page when no limit is given",
+    "search.default_mode": (
+        'mode of a search that names none (lexical while embedding.provider is "none")'
+    ),
     "search.fusion": 'hybrid search: "rrf" (reciprocal rank) or "linear" (weighted sum)',
     "search.linear_weight": 'fusion "linear": weight of the vector score, lexical gets the rest',
+    "search.adaptive_coverage_low": (
+        'fusion "adaptive": lexical weight 0 up to this share of query words matched'
+    ),
+    "search.adaptive_coverage_high": 'fusion "adaptive": lexical weight 1 from this share on',
+    "search.adaptive_cosine_low": 'fusion "adaptive": vector weight 0.1 up to this top cosine',
+    "search.adaptive_cosine_high": 'fusion "adaptive": vector weight 1 from this top cosine on',
     "search.synonyms": "expand queries with built-in and .kbdb/synonyms.toml synonyms",
     "search.sibling_boost": "bounded boost when other sections of the same document match",
     "learn.max_file_bytes": "larger files are skipped and reported",
@@ -307,16 +333,24 @@ class SearchConfig(_Validated):
     w_heading: float = DEFAULT_W_HEADING
     w_body: float = DEFAULT_W_BODY
     w_code: float = DEFAULT_W_CODE
+    b_path: float = DEFAULT_B_PATH
+    w_path: float = DEFAULT_W_PATH
+    query_tf_k3: float = DEFAULT_QUERY_TF_K3
     default_limit: int = DEFAULT_LIMIT
+    default_mode: Mode = "lexical"
     fusion: Fusion = "rrf"
     linear_weight: float = 0.5
+    adaptive_coverage_low: float = 0.4
+    adaptive_coverage_high: float = 0.6
+    adaptive_cosine_low: float = 0.4
+    adaptive_cosine_high: float = 0.6
     synonyms: bool = True
     sibling_boost: float = DEFAULT_SIBLING_BOOST
 
     def _check_together(self) -> None:
-        if self.w_heading == self.w_body == self.w_code == 0:
+        if self.w_heading == self.w_body == self.w_code == self.w_path == 0:
             raise ConfigInvalidError(
-                "search.w_heading, search.w_body and search.w_code must not all be 0"
+                "search.w_heading, search.w_body, search.w_code and search.w_path must not all be 0"
             )
 
 
@@ -337,6 +371,14 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     learn: LearnConfig = field(default_factory=LearnConfig)
+
+    @property
+    def effective_default_mode(self) -> Mode:
+        """The mode a search that names none runs: ``search.default_mode``, except that
+        ``vector`` and ``hybrid`` run ``lexical`` while ``embedding.provider`` is ``none``."""
+        if self.embedding.provider == "none":
+            return "lexical"
+        return self.search.default_mode
 
 
 _SECTIONS: dict[str, type[_Validated]] = {

@@ -72,6 +72,20 @@ class IndexCorruptError(KbdbError):
         super().__init__(message, hint=hint)
 
 
+class IndexFormatError(IndexCorruptError):
+    """An index file written in another format version, by an older or newer kbdb. Its
+    bytes may be intact, but this build cannot read them: ``kbdb rebuild`` regenerates the
+    index from ``kb.sqlite`` in the current format."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = "run 'kbdb rebuild' to rebuild the index in this version's format",
+    ) -> None:
+        super().__init__(message, hint=hint)
+
+
 class IndexStaleError(KbdbError):
     code = "INDEX_STALE"
 
@@ -94,6 +108,7 @@ __all__ = [
     "EmbeddingFailedError",
     "EmbeddingProviderNotConfiguredError",
     "IndexCorruptError",
+    "IndexFormatError",
     "IndexStaleError",
     "InvalidArgumentError",
     "KbLockedError",

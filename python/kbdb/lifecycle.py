@@ -13,7 +13,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kbdb import failpoints
 from kbdb.errors import ContentTooLargeError, InvalidArgumentError, NotFoundError
@@ -439,7 +439,12 @@ class Lifecycle:
         if want <= 0 or not query.strip():
             return []
         self._index.refresh()
-        res = self._lexical().search(
+        # Neighbours by content: the path field (the headings above a section) would make
+        # a section's own sub-sections its closest neighbours; structure has its own
+        # relation (siblings).
+        searcher = self._lexical()
+        searcher.cfg = replace(searcher.cfg, w_path=0.0)
+        res = searcher.search(
             query,
             limit=min(MAX_RELATED, want + len(exclude)),
             offset=0,
@@ -447,7 +452,9 @@ class Lifecycle:
             content=False,
             explain=False,
         )
-        return [(i.kbid, i.score) for i in res.items if i.kbid not in exclude][:want]
+        return [(i.kbid, i.score) for i in res.items if i.kbid not in exclude and i.score > 0][
+            :want
+        ]
 
 
 def _siblings(rows: Sequence[tuple[str, str, int]], kbid: str) -> list[str]:

@@ -275,7 +275,7 @@ def cached_vectors(
     from kbdb.search.vectors import embedding_text, text_sha
 
     shas: dict[str, str] = {}
-    for kbid, heading, content, type_, title, description, _ in rows:
+    for kbid, heading, content, type_, title, description, *_ in rows:
         text = embedding_text(heading, content, type_, title, description)
         if text is not None:
             shas[kbid] = text_sha(text)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 SearchMode = Literal["lexical", "vector", "hybrid"]
 Verdict = Literal["answered", "partial", "unanswered"]
-Field = Literal["heading", "body", "code"]
+Field = Literal["heading", "body", "code", "path"]
 
 DEFAULT_TYPE = "text/markdown"
 DEFAULT_SECTION_TYPE = "section"

@@ -21,9 +21,10 @@
 //! [`validate_footer`] checks everything but the checksum, reading only the 24-byte
 //! footer. [`MappedFile::open`] (segments, which are large and mapped) does the second, so
 //! that opening an index costs a few page reads however big it is; the full checksum is
-//! [`MappedFile::verify_checksum`], run by `verify` (`kbdb check`). Damage that the open
-//! misses is still caught where the bytes are used: every decoder is bounds-checked and
-//! returns [`Error::Corrupt`], never panics (see `docs/reliability.md`).
+//! [`MappedFile::verify_checksum`], run by `verify` (`kbdb check`). A file of at most
+//! [`VERIFY_ON_OPEN_BYTES`] is checksummed on every open. Damage that the open misses is
+//! still caught where the bytes are used: every decoder is bounds-checked and returns
+//! [`Error::Corrupt`], never panics (see `docs/reliability.md`).
 //!
 //! Files are written with [`write_atomic`]: a temporary name in the same directory, fsync,
 //! rename over the target, fsync the directory. A reader therefore sees either the old or
@@ -175,6 +176,11 @@ fn check_kind_and_version(path: &Path, bytes: &[u8], kind: FileKind, version: u3
     Ok(())
 }
 
+/// Files of at most this size are checksummed whenever they are opened: reading a few
+/// pages costs about what reading the footer's page does, and it catches damage that no
+/// decoder would notice (a flipped byte inside a term of the dictionary, a field length).
+pub const VERIFY_ON_OPEN_BYTES: u64 = 64 * 1024;
+
 /// A read-only, validated memory map of one engine file.
 pub struct MappedFile {
     path: PathBuf,
@@ -213,7 +219,7 @@ impl MappedFile {
         // and renamed into place, never modified in place; old ones are only unlinked, which
         // keeps the mapping valid). The length was checked to be non-zero above.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let payload_len = if checksum {
+        let payload_len = if checksum || len <= VERIFY_ON_OPEN_BYTES {
             validate(path, &map, kind, version)?.len()
         } else {
             validate_footer(path, &map, kind, version)?.len()

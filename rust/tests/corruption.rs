@@ -235,7 +235,7 @@ fn damaged_payload_behind_a_valid_footer_never_panics() {
         let mut payload = orig[..payload_len].to_vec();
         // The header and section table get extra attention: they steer every read.
         let at = if round % 3 == 0 {
-            rng.below(160)
+            rng.below(168)
         } else {
             rng.below(payload_len)
         };

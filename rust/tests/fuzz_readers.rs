@@ -148,7 +148,7 @@ proptest! {
         let seg = file_ending(dir.path(), ".seg");
         let orig = fs::read(&seg).unwrap();
         let mut payload = orig[..orig.len() - FOOTER_LEN].to_vec();
-        let window = if header { 160 } else { payload.len() };
+        let window = if header { 168 } else { payload.len() };
         apply(&mut payload, &edits, window);
         append_footer(&mut payload, FileKind::SEGMENT, SEGMENT_FORMAT_VERSION);
         fs::write(&seg, &payload).unwrap();

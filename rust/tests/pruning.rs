@@ -39,8 +39,8 @@ fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
     } else {
         Bm25fParams {
             k1: [0.0, 0.5, 1.2, 2.0][rng.below(4)],
-            b: [unit(rng), unit(rng), unit(rng)],
-            weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng)],
+            b: [unit(rng), unit(rng), unit(rng), unit(rng)],
+            weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng), 2.0 * unit(rng)],
         }
     };
     let allow = (rng.below(5) == 0).then(|| {
@@ -177,6 +177,7 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
                     "kernel".into()
                 },
                 String::new(),
+                String::new(),
             ],
         })
         .collect();
@@ -225,6 +226,7 @@ fn many_clauses_match_the_exhaustive_ranking() {
                     .collect::<Vec<_>>()
                     .join(" "),
                 String::new(),
+                vocab[rng.below(vocab.len())].clone(),
             ],
         })
         .collect();

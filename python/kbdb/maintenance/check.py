@@ -23,7 +23,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
 
 from kbdb import _core
-from kbdb.errors import IndexCorruptError, KbdbError
+from kbdb.errors import IndexCorruptError, IndexFormatError, KbdbError
 from kbdb.ingest.kbid import compute_kbid
 from kbdb.store import Database
 from kbdb.store import maintenance as sm
@@ -291,6 +291,9 @@ def _open_verified(
     try:
         index = open_index()
         problems = index.verify()
+    except IndexFormatError as e:
+        f.add("index_format_old", f"{what}: {e.message}; run 'kbdb rebuild'")
+        return None
     except IndexCorruptError as e:
         f.add("checksum_mismatch", f"{what}: {e.message}")
         return None

@@ -1,11 +1,17 @@
-"""What gets indexed for a section: the ``heading``, ``body`` and ``code`` fields (SPEC §3).
+"""What gets indexed for a section: the ``heading``, ``body``, ``code`` and ``path`` fields
+(SPEC §3).
 
 Fenced code blocks stay in a section's content but are indexed as the separate ``code``
-field. A section's title and description count as heading text.
+field. A section's title and description count as heading text. ``path`` is the section's
+place in its document: the source file's name (without its extension), the document's
+title and the headings above the section, so that every section of a page carries the
+page's identity (a query for ``docker container ls`` or ``Get-Process`` finds the page's
+sections, not only its title section).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -42,12 +48,47 @@ def split_code(content: str) -> tuple[str, str]:
     return "\n".join(body), "\n".join(code)
 
 
+_COPY_SUFFIX = re.compile(r" \(\d+\)$")
+
+
 def index_fields(
-    heading: str, content: str, type: str, title: str | None, description: str | None
-) -> tuple[str, str, str]:
-    """The (heading, body, code) texts the lexical index sees for one section."""
+    heading: str,
+    content: str,
+    type: str,
+    title: str | None,
+    description: str | None,
+    place: tuple[str | None, str | None, str | None] = (None, None, None),
+) -> tuple[str, str, str, str]:
+    """The (heading, body, code, path) texts the lexical index sees for one section.
+    ``place`` is (source key, document title, document source path)."""
     head = " ".join(p for p in (heading, title if title and title != heading else None) if p)
-    return (head, *body_fields(content, type, description))
+    return (head, *body_fields(content, type, description), path_field(heading, *place))
+
+
+def path_field(
+    heading: str, source_key: str | None, doc_title: str | None, source_path: str | None
+) -> str:
+    """The ``path`` text: the file's name, the document title and the ancestors' headings,
+    each once, without the section's own heading (which is the ``heading`` field)."""
+    parts: list[str] = []
+    ancestors: list[str] = []
+    if source_key and "#" in source_key:
+        source, _, trail = source_key.partition("#")
+        # A repeated path got " (2)" appended to its last heading; the rest of the trail
+        # is the headings above this one. A "/" inside a heading splits it in two here,
+        # which only matters for which words the field holds, not for their order.
+        trail = _COPY_SUFFIX.sub("", trail)
+        if heading and trail.endswith(heading):
+            trail = trail[: -len(heading)]
+        ancestors = [h for h in trail.split("/") if h]
+        if source_path:
+            stem = posixpath.splitext(posixpath.basename(source.replace("\\", "/")))[0]
+            if stem:
+                parts.append(stem)
+    if doc_title and doc_title != heading and doc_title not in ancestors:
+        parts.append(doc_title)
+    parts.extend(ancestors)
+    return " ".join(parts)
 
 
 def body_fields(content: str, type: str, description: str | None) -> tuple[str, str]:

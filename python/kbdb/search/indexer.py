@@ -148,7 +148,7 @@ class LexicalIndex:
             batch = changed[i : i + CATCH_UP_BATCH]
             batch_set = set(batch)
             adds = [
-                (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5]))
+                (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9])))
                 for r in rows
                 if r[6] and r[0] in batch_set
             ]
@@ -184,12 +184,15 @@ class LexicalIndex:
     def _rebuild(
         self, index: _core.Index, progress: Callable[[int, int], None] | None = None
     ) -> int:
-        docs: list[tuple[str, str, str, str]] = []
+        docs: list[tuple[str, str, str, str, str]] = []
         with self._db.read() as conn:
             head = q.max_seq(conn)
             total = q.live_count(conn) if progress else 0
             for batch in q.iter_live_index_rows(conn):
-                docs.extend((r[0], *index_fields(r[1], r[2], r[3], r[4], r[5])) for r in batch)
+                docs.extend(
+                    (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9])))
+                    for r in batch
+                )
                 if progress:
                     progress(len(docs), total)
         index.rebuild(docs, watermark=head)

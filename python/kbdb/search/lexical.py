@@ -42,6 +42,7 @@ _FIELDS = (
     (_core.FIELD_HEADING, "heading"),
     (_core.FIELD_BODY, "body"),
     (_core.FIELD_CODE, "code"),
+    (_core.FIELD_PATH, "path"),
 )
 # ``matched_fields`` for each field mask.
 _FIELD_SETS = tuple(
@@ -81,6 +82,7 @@ class Hit:
     lexical_score: float | None = None
     confidence: float | None = None
     extra: dict[str, Any] | None = None
+    bodiless: bool = False  # neither body nor code: a heading alone
 
 
 class DocLinks(NamedTuple):
@@ -127,12 +129,12 @@ class LexicalSearcher:
         cfg = self.cfg
         return {
             "k1": cfg.k1,
-            "b": (cfg.b_heading, cfg.b_body, cfg.b_code),
-            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code),
+            "b": (cfg.b_heading, cfg.b_body, cfg.b_code, cfg.b_path),
+            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code, cfg.w_path),
         }
 
     def parse(self, query: str) -> ParsedQuery:
-        return parse_query(query, self.analyzer, self.synonyms)
+        return parse_query(query, self.analyzer, self.synonyms, self.cfg.query_tf_k3)
 
     def allow(self, filters: Filters) -> list[str] | None:
         """Live kbids passing the filters, or None when there are no filters."""
@@ -228,10 +230,13 @@ class LexicalSearcher:
         return Ranking(hits, total, all_relaxed, links)
 
     def _sibling_boost(self, hits: list[Hit]) -> Links:
-        """Boost hits whose document has other candidates; returns the candidates'
-        document links (fetched once, in one query) for hydration."""
+        """Boost hits whose document has other candidates, and drop a bodiless hit (a
+        heading alone) when another section of its document is a candidate, which then
+        stands for the page; returns the candidates' document links (fetched once, in one
+        query) for hydration."""
         boost = self.cfg.sibling_boost
-        if boost <= 0 or len(hits) < 2:
+        bodiless = any(h.bodiless for h in hits)
+        if (boost <= 0 and not bodiless) or len(hits) < 2:
             return {}
         with self.db.read() as conn:
             links = _links(self.db, conn, [h.kbid for h in hits])
@@ -243,6 +248,10 @@ class LexicalSearcher:
         per_doc: dict[str, int] = {}
         for d in docs:
             per_doc[d] = per_doc.get(d, 0) + 1
+        if bodiless:
+            hits[:] = [h for h in hits if not (h.bodiless and _has_sibling(links, per_doc, h))]
+        if boost <= 0:
+            return links
         for h in hits:
             dl = links.get(h.kbid)
             m = max([per_doc[d] for d in dl.live], default=1) if dl else 1
@@ -487,6 +496,12 @@ def _doc_links(pairs: Sequence[tuple[str, bool]]) -> DocLinks:
     return DocLinks(live, live or tuple(dict.fromkeys(d for d, _ in pairs)))
 
 
+def _has_sibling(links: Links, per_doc: dict[str, int], h: Hit) -> bool:
+    """Whether another candidate is live in one of ``h``'s documents."""
+    dl = links.get(h.kbid)
+    return dl is not None and any(per_doc[d] > 1 for d in dl.live)
+
+
 def _hits(
     h: _core.Hits, *, relaxed: bool, bound: float, skip: set[str] | frozenset[str] = frozenset()
 ) -> list[Hit]:
@@ -496,13 +511,13 @@ def _hits(
     # boost, bound, lexical_score.
     if ex is None:
         return [
-            Hit(k, s, m, relaxed, None, 1.0, bound, s)
-            for k, s, m in zip(h.kbids, h.scores, h.matched, strict=True)
+            Hit(k, s, m, relaxed, None, 1.0, bound, s, None, None, e)
+            for k, s, m, e in zip(h.kbids, h.scores, h.matched, h.bodiless, strict=True)
             if k not in skip
         ]
     return [
-        Hit(k, s, m, relaxed, e, 1.0, bound, s)
-        for k, s, m, e in zip(h.kbids, h.scores, h.matched, ex, strict=True)
+        Hit(k, s, m, relaxed, x, 1.0, bound, s, None, None, e)
+        for k, s, m, x, e in zip(h.kbids, h.scores, h.matched, ex, h.bodiless, strict=True)
         if k not in skip
     ]
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from kbdb import _core
@@ -47,8 +48,27 @@ class ParsedQuery:
         return not self.clauses
 
 
-def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) -> ParsedQuery:
-    """Analyze ``text`` into clauses (one per distinct term) and phrases."""
+def query_tf_weight(count: int, k3: float) -> float:
+    """How much a clause whose term occurs ``count`` times in the query weighs:
+    ``(k3 + 1) · count / (k3 + count)`` (Robertson's query-term saturation), so 1 for one
+    occurrence, ``count`` itself as ``k3`` grows without bound (Lucene's and bm25s's plain
+    count) and always 1 at ``k3 = 0`` (a repeated word counted once)."""
+    if count <= 1:
+        return 1.0
+    if math.isinf(k3):
+        return float(count)
+    return (k3 + 1.0) * count / (k3 + count)
+
+
+def parse_query(
+    text: str,
+    analyzer: _core.Analyzer,
+    synonyms: Synonyms | None,
+    query_tf_k3: float = math.inf,
+) -> ParsedQuery:
+    """Analyze ``text`` into clauses (one per distinct term) and phrases. A term that
+    occurs several times in the query is one clause whose weights are multiplied by
+    ``query_tf_weight(occurrences, query_tf_k3)``."""
     pieces: list[tuple[str, bool]] = []  # (text, is_phrase)
     pos = 0
     for m in _QUOTED.finditer(text):
@@ -60,6 +80,7 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
     clauses: list[tuple[tuple[tuple[str, float], ...], bool]] = []
     surfaces: list[str] = []
     seen: dict[str, int] = {}
+    counts: list[int] = []
     phrases: list[tuple[tuple[str, int], ...]] = []
     for piece, is_phrase in pieces:
         tokens = analyzer.query_tokens(piece.replace('"', " "))
@@ -86,6 +107,7 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
         for i, (term, surface, _, optional) in enumerate(tokens):
             if term in seen:
                 i = seen[term]
+                counts[i] += 1
                 if not optional and not clauses[i][1]:
                     clauses[i] = (clauses[i][0], True)
                 continue
@@ -96,10 +118,16 @@ def parse_query(text: str, analyzer: _core.Analyzer, synonyms: Synonyms | None) 
                 alternatives += synonyms.alternatives(term)
             seen[term] = len(clauses)
             clauses.append((alternatives, not optional))
+            counts.append(1)
             surfaces.append(surface)
             if len(clauses) > MAX_QUERY_TERMS:
                 raise InvalidArgumentError(
                     f"query has more than {MAX_QUERY_TERMS} distinct terms",
                     hint="search with a few short keyword queries instead of a whole text",
                 )
+    for i, n in enumerate(counts):
+        if n > 1:
+            factor = query_tf_weight(n, query_tf_k3)
+            alts, required = clauses[i]
+            clauses[i] = (tuple((t, w * factor) for t, w in alts), required)
     return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces))

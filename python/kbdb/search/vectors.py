@@ -258,7 +258,7 @@ class VectorStore:
 
         model = self.model_name
         texts: list[tuple[str, str, str]] = []  # (kbid, text, sha)
-        for kbid, heading, content, type_, title, description, _ in rows:
+        for kbid, heading, content, type_, title, description, *_ in rows:
             text = embedding_text(heading, content, type_, title, description)
             if text is not None:
                 texts.append((kbid, text, text_sha(text)))

@@ -35,8 +35,25 @@ def changed_kbids(conn: sqlite3.Connection, since: int) -> list[str]:
     return [r[0] for r in rows]
 
 
-IndexRow = tuple[str, str, str, str, str | None, str | None, bool]
-"""(kbid, heading, content, type, title, description, live)"""
+IndexRow = tuple[
+    str, str, str, str, str | None, str | None, bool, str | None, str | None, str | None
+]
+"""(kbid, heading, content, type, title, description, live, source_key, document title,
+document source path): the document is the section's first live link's (or, for a retired
+section, its first link's)."""
+
+# The columns of an index row: the section's, then its first document's title and path.
+_INDEX_COLUMNS = (
+    "s.kbid, s.heading, s.content, s.type, s.title, s.description, s.retired_at IS NULL,"
+    " s.source_key, d.title, d.source_path"
+    " FROM sections s LEFT JOIN documents d ON d.docid = ("
+    "SELECT ds.docid FROM document_sections ds WHERE ds.kbid = s.kbid"
+    " ORDER BY ds.live DESC, ds.id LIMIT 1)"
+)
+
+
+def _index_row(r: sqlite3.Row | tuple[Any, ...]) -> IndexRow:
+    return (r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9])
 
 
 def index_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> list[IndexRow]:
@@ -44,25 +61,21 @@ def index_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> list[IndexRow]
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
         for r in conn.execute(
-            "SELECT kbid, heading, content, type, title, description, retired_at IS NULL"
-            f" FROM sections WHERE kbid IN ({marks})",
+            f"SELECT {_INDEX_COLUMNS} WHERE s.kbid IN ({marks})",
             tuple(chunk),
         ):
-            out.append((r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6])))
+            out.append(_index_row(r))
     return out
 
 
 def iter_live_index_rows(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[list[IndexRow]]:
     """All live sections, in batches, for a full rebuild."""
-    cur = conn.execute(
-        "SELECT kbid, heading, content, type, title, description, 1 FROM sections"
-        " WHERE retired_at IS NULL ORDER BY rowid"
-    )
+    cur = conn.execute(f"SELECT {_INDEX_COLUMNS} WHERE s.retired_at IS NULL ORDER BY s.rowid")
     while True:
         rows = cur.fetchmany(batch)
         if not rows:
             return
-        yield [(r[0], r[1], r[2], r[3], r[4], r[5], True) for r in rows]
+        yield [_index_row(r) for r in rows]
 
 
 def allowed_kbids(

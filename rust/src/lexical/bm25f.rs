@@ -31,7 +31,7 @@ impl Default for Bm25fParams {
         Bm25fParams {
             k1: 1.2,
             b: [0.75; FIELD_COUNT],
-            weights: [2.0, 1.0, 1.0],
+            weights: [2.0, 1.0, 1.0, 1.0],
         }
     }
 }
@@ -234,16 +234,16 @@ mod tests {
         let params = Bm25fParams::default();
         let stats = CorpusStats {
             docs: 10,
-            field_totals: [20, 100, 0],
+            field_totals: [20, 100, 0, 0],
         };
         let norms = FieldNorms::new(&params, &stats);
-        let f = norms.doc_factors([1, 20, 0]);
-        let s = norms.score(stats.idf(3), [1, 2, 0], f);
+        let f = norms.doc_factors([1, 20, 0, 0]);
+        let s = norms.score(stats.idf(3), [1, 2, 0, 0], f);
         let tf = 2.0 * 1.0 / (0.25 + 0.75 * 1.0 / 2.0) + 2.0 / (0.25 + 0.75 * 20.0 / 10.0);
         let idf = (1.0f64 + (10.0 - 3.0 + 0.5) / 3.5).ln();
         let want = idf * tf / (1.2 + tf);
         assert!((f64::from(s) - want).abs() < 1e-5, "{s} vs {want}");
-        let shares = field_shares(s, [1, 2, 0], f);
+        let shares = field_shares(s, [1, 2, 0, 0], f);
         assert!((shares.iter().sum::<f32>() - s).abs() < 1e-5);
         assert!(params.validate().is_ok());
         assert!(Bm25fParams { k1: -1.0, ..params }.validate().is_err());

@@ -60,16 +60,18 @@ pub type Score = f32;
 /// A section id: 16 bytes, written as 32 lower-case hex characters.
 pub type Kbid = [u8; 16];
 
-/// Fields per section: heading, body, code.
-pub const FIELD_COUNT: usize = 3;
+/// Fields per section: heading, body, code, and path (the section's place in its document:
+/// the document's title and the headings above the section).
+pub const FIELD_COUNT: usize = 4;
 pub const FIELD_HEADING: u8 = 1;
 pub const FIELD_BODY: u8 = 2;
 pub const FIELD_CODE: u8 = 4;
+pub const FIELD_PATH: u8 = 8;
 /// Field names in field order, as `explain` reports them.
-pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code"];
+pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code", "path"];
 
 /// Format versions; bump on any byte-layout change.
-pub const SEGMENT_FORMAT_VERSION: u32 = 3;
+pub const SEGMENT_FORMAT_VERSION: u32 = 4;
 pub const TOMBSTONE_FORMAT_VERSION: u32 = 1;
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 
@@ -77,7 +79,7 @@ pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doc {
     pub kbid: Kbid,
-    /// heading, body, code
+    /// heading, body, code, path
     pub fields: [String; FIELD_COUNT],
 }
 

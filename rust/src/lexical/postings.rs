@@ -101,7 +101,7 @@ pub fn serialize_term(
         });
         let doc_bits = 32 - deltas.clone().fold(0, |a, d| a | d).leading_zeros();
         let any_tf = tfs.iter().fold([0u32; FIELD_COUNT], |a, t| {
-            [a[0] | t[0], a[1] | t[1], a[2] | t[2]]
+            std::array::from_fn(|f| a[f] | t[f])
         });
         let tf_bits = any_tf.map(|v| 32 - v.leading_zeros());
         postings.push(doc_bits as u8);
@@ -587,7 +587,7 @@ mod tests {
         let mut p = TermPostings::default();
         for i in 0..n {
             let doc = i * 3 + 1;
-            let tfs = [i % 2, 1 + i % 3, 0];
+            let tfs = [i % 2, 1 + i % 3, 0, i % 4 / 3];
             p.docs.push(doc);
             p.tfs.push(tfs);
             for (f, &tf) in tfs.iter().enumerate() {
@@ -607,7 +607,7 @@ mod tests {
         let mut c = PostingsCursor::new(&a, &b, 1000, 5000).unwrap();
         assert_eq!(c.doc(), 1);
         assert_eq!(c.seek(500).unwrap(), 502);
-        assert_eq!(c.tfs().unwrap(), [167 % 2, 1 + 167 % 3, 0]);
+        assert_eq!(c.tfs().unwrap(), [167 % 2, 1 + 167 % 3, 0, 167 % 4 / 3]);
         let mut out = Vec::new();
         c.positions(1, &mut out).unwrap();
         assert_eq!(
@@ -647,7 +647,7 @@ mod tests {
         serialize_term(&short, &mut sa, &mut sb).unwrap();
         let fresh: Vec<_> = (0..3u32)
             .map(|i| {
-                let tfs = [i % 2, 1 + i % 3, 0];
+                let tfs = [i % 2, 1 + i % 3, 0, i % 4 / 3];
                 (
                     i * 3 + 1,
                     tfs,

@@ -41,6 +41,9 @@ pub struct Hits {
     pub explain: Option<Vec<Vec<Contribution>>>,
     /// Per clause: the most it can add to a score (see [`Prepared::clause_bounds`]).
     pub clause_bounds: Vec<Score>,
+    /// Per hit: the section has neither body nor code (only a heading and its path), such
+    /// as a page's title section whose content sits under sub-headings.
+    pub bodiless: Vec<bool>,
 }
 
 impl Index {
@@ -232,14 +235,14 @@ impl Index {
         };
         let ranked = top.into_sorted();
         let n_clauses = p.clauses.len();
-        fill_ranked(&mut hits, &ranked, &masks, n_clauses);
+        fill_ranked(&mut hits, &ranked, &masks, n_clauses, &snap.segments);
         let strict = strict_tier.map(|(top, total, masks)| {
             let mut strict = Hits {
                 clause_bounds: hits.clause_bounds.clone(),
                 total,
                 ..Hits::default()
             };
-            fill_ranked(&mut strict, &top.into_sorted(), &masks, n_clauses);
+            fill_ranked(&mut strict, &top.into_sorted(), &masks, n_clauses, &snap.segments);
             strict
         });
         let mut explain = Vec::new();
@@ -288,9 +291,20 @@ impl Index {
 
 /// The ranked hits' kbids, scores and clause masks (`masks`: per segment, `n_clauses`
 /// bytes per heap slot), appended to `hits`.
-fn fill_ranked(hits: &mut Hits, ranked: &[Scored<HitKey>], masks: &[Vec<u8>], n_clauses: usize) {
+fn fill_ranked(
+    hits: &mut Hits,
+    ranked: &[Scored<HitKey>],
+    masks: &[Vec<u8>],
+    n_clauses: usize,
+    segments: &[LoadedSegment],
+) {
     for item in ranked {
-        let (kbid, seg, _, slot) = item.key;
+        let (kbid, seg, ord, slot) = item.key;
+        let lens = segments
+            .get(seg as usize)
+            .map(|s| s.reader.field_lens(ord))
+            .unwrap_or_default();
+        hits.bodiless.push(lens[1] == 0 && lens[2] == 0);
         let at = slot as usize * n_clauses;
         let mask = masks
             .get(seg as usize)

@@ -6,12 +6,12 @@
 //! ```text
 //! 0     u32        doc_count
 //! 4     u32        term_count
-//! 8     3 × u64    total field lengths (heading, body, code), for average lengths
-//! 32    8 × {u64 offset, u64 len}   section table, offsets from payload start
-//! 160   sections:
+//! 8     4 × u64    total field lengths (heading, body, code, path), for average lengths
+//! 40    8 × {u64 offset, u64 len}   section table, offsets from payload start
+//! 168   sections:
 //!   0 kbids        doc_count × 16 bytes, in ordinal order (ordinal → kbid)
 //!   1 kbid order   doc_count × u32 ordinals, sorted by kbid (kbid → ordinal)
-//!   2 field lens   doc_count × 3 × u32: terms per field per doc
+//!   2 field lens   doc_count × 4 × u32: terms per field per doc
 //!   3–5            term dictionary (see `termdict`)
 //!   6 postings     (see `postings`)
 //!   7 positions    (see `postings`)
@@ -34,7 +34,11 @@ use crate::error::{Error, Result};
 use crate::format::{append_footer, FileKind, MappedFile};
 
 const SECTION_COUNT: usize = 8;
-const HEADER_LEN: usize = 32 + SECTION_COUNT * 16;
+/// Where the section table starts: after the counts and the field-length totals.
+const TABLE_AT: usize = 8 + FIELD_COUNT * 8;
+const HEADER_LEN: usize = TABLE_AT + SECTION_COUNT * 16;
+/// Bytes of one doc's row of field lengths.
+const LENS_ROW: usize = FIELD_COUNT * 4;
 const KBIDS: usize = 0;
 const KBID_ORDER: usize = 1;
 const FIELD_LENS: usize = 2;
@@ -96,7 +100,7 @@ impl SegmentSerializer {
         let mut order: Vec<u32> = (0..doc_count).collect();
         order.sort_unstable_by_key(|&o| kbids[o as usize]);
         let mut totals = [0u64; FIELD_COUNT];
-        let mut lens_bytes = Vec::with_capacity(lens.len() * 12);
+        let mut lens_bytes = Vec::with_capacity(lens.len() * LENS_ROW);
         for row in lens {
             for f in 0..FIELD_COUNT {
                 totals[f] += u64::from(row[f]);
@@ -169,8 +173,8 @@ impl SegmentReader {
         let mut sections = [(0usize, 0usize); SECTION_COUNT];
         let mut next = HEADER_LEN as u64;
         for (i, s) in sections.iter_mut().enumerate() {
-            let off = u64_at(p, 32 + i * 16).ok_or_else(|| bad("header"))?;
-            let len = u64_at(p, 40 + i * 16).ok_or_else(|| bad("header"))?;
+            let off = u64_at(p, TABLE_AT + i * 16).ok_or_else(|| bad("header"))?;
+            let len = u64_at(p, TABLE_AT + 8 + i * 16).ok_or_else(|| bad("header"))?;
             let end = off
                 .checked_add(len)
                 .ok_or_else(|| bad("section bounds overflow"))?;
@@ -194,7 +198,7 @@ impl SegmentReader {
         let expect = [
             (KBIDS, n * 16),
             (KBID_ORDER, n * 4),
-            (FIELD_LENS, n * 12),
+            (FIELD_LENS, n * LENS_ROW),
             (TERM_OFFSETS, (t + 1) * 4),
             (TERM_INFOS, t * super::termdict::TERM_INFO_BYTES),
         ];
@@ -275,8 +279,8 @@ impl SegmentReader {
     #[inline]
     pub fn field_lens(&self, ord: DocOrd) -> [u32; FIELD_COUNT] {
         let s = self.section(FIELD_LENS);
-        let at = ord as usize * 12;
-        [u32_at(s, at), u32_at(s, at + 4), u32_at(s, at + 8)].map(|v| v.unwrap_or(0))
+        let at = ord as usize * LENS_ROW;
+        std::array::from_fn(|f| u32_at(s, at + 4 * f).unwrap_or(0))
     }
 
     pub fn termdict(&self) -> Result<TermDictReader<'_>> {

@@ -314,6 +314,7 @@ mod tests {
                         format!("Doc {i}"),
                         body.join(" "),
                         format!("fn f{}() {{}}", i % 5),
+                        format!("guide part{}", i % 3),
                     ],
                 }
             })
@@ -349,7 +350,7 @@ mod tests {
         let mut out = TermPostings::default();
         p.read_into(0, &mut out);
         assert_eq!(out.docs, (0..n as u32 / 3).collect::<Vec<_>>());
-        assert!(out.tfs.iter().all(|t| *t == [1, 1, 1]));
+        assert!(out.tfs.iter().all(|t| *t == [1, 1, 1, 0]));
         assert_eq!(out.positions, (0..n as u32).collect::<Vec<_>>());
         let mut out = TermPostings::default();
         p.read_into(1, &mut out);

@@ -2,7 +2,8 @@
 //!
 //! | `Error`                             | Python                                   |
 //! |-------------------------------------|------------------------------------------|
-//! | `Corrupt`, `FormatVersion`          | `kbdb.errors.IndexCorruptError`          |
+//! | `Corrupt`                            | `kbdb.errors.IndexCorruptError`          |
+//! | `FormatVersion`                      | `kbdb.errors.IndexFormatError` (a subclass) |
 //! | `InvalidArgument`, `DimensionMismatch` | `kbdb.errors.InvalidArgumentError`    |
 //! | `NotFound`                          | `kbdb.errors.NotFoundError`              |
 //! | `Io`                                | `OSError` (by errno, so `FileNotFoundError` for ENOENT) |
@@ -35,7 +36,11 @@ impl From<Error> for PyErr {
                     (None, _) => PyOSError::new_err(msg),
                 }
             }
-            Error::Corrupt { .. } | Error::FormatVersion { .. } => Python::attach(|py| {
+            Error::FormatVersion { .. } => Python::attach(|py| {
+                kbdb_error(py, "IndexFormatError", &msg)
+                    .unwrap_or_else(|| PyRuntimeError::new_err(msg))
+            }),
+            Error::Corrupt { .. } => Python::attach(|py| {
                 kbdb_error(py, "IndexCorruptError", &msg)
                     .unwrap_or_else(|| PyRuntimeError::new_err(msg))
             }),

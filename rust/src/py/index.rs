@@ -15,17 +15,17 @@ pub struct PyIndex {
     inner: Arc<Index>,
 }
 
-type Section = (String, String, String, String);
+type Section = (String, String, String, String, String);
 /// `(clause, term, field, score)`, as `Hits.explain` returns it.
 type ExplainPart = (u32, String, &'static str, f32);
 
 fn to_docs(sections: Vec<Section>) -> Result<Vec<Doc>> {
     sections
         .into_iter()
-        .map(|(kbid, heading, body, code)| {
+        .map(|(kbid, heading, body, code, path)| {
             Ok(Doc {
                 kbid: parse_kbid(&kbid)?,
-                fields: [heading, body, code],
+                fields: [heading, body, code, path],
             })
         })
         .collect()
@@ -116,11 +116,11 @@ impl PyIndex {
 
     #[pyo3(signature = (
         clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0), explain = false
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
-        allow=None, k1=1.2, b=(0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0), explain=False)"
+        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -132,8 +132,8 @@ impl PyIndex {
         limit: i64,
         allow: Option<Vec<String>>,
         k1: f32,
-        b: (f32, f32, f32),
-        weights: (f32, f32, f32),
+        b: (f32, f32, f32, f32),
+        weights: (f32, f32, f32, f32),
         explain: bool,
     ) -> PyResult<PyHits> {
         let hits = py.detach(|| {
@@ -158,11 +158,11 @@ impl PyIndex {
     /// with `require_all=False` and no phrases; else `None`.
     #[pyo3(signature = (
         clauses, *, relaxed_below, phrases = Vec::new(), limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0), explain = false
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, relaxed_below, phrases=(), limit=10, allow=None, \
-        k1=1.2, b=(0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0), explain=False)"
+        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search_tiers(
@@ -174,8 +174,8 @@ impl PyIndex {
         limit: i64,
         allow: Option<Vec<String>>,
         k1: f32,
-        b: (f32, f32, f32),
-        weights: (f32, f32, f32),
+        b: (f32, f32, f32, f32),
+        weights: (f32, f32, f32, f32),
         explain: bool,
     ) -> PyResult<(PyHits, Option<PyHits>)> {
         let (strict, relaxed) = py.detach(|| {
@@ -231,6 +231,12 @@ impl PyHits {
         self.hits.total
     }
 
+    /// Per hit: True when the section has neither body nor code text.
+    #[getter]
+    fn bodiless(&self) -> Vec<bool> {
+        self.hits.bodiless.clone()
+    }
+
     #[getter]
     fn clause_bounds(&self) -> Vec<f32> {
         self.hits.clause_bounds.clone()
@@ -271,8 +277,8 @@ fn to_query(
     limit: i64,
     allow: Option<Vec<String>>,
     k1: f32,
-    b: (f32, f32, f32),
-    weights: (f32, f32, f32),
+    b: (f32, f32, f32, f32),
+    weights: (f32, f32, f32, f32),
     explain: bool,
 ) -> Result<Query> {
     let limit = usize::try_from(limit)
@@ -291,8 +297,8 @@ fn to_query(
         allow: allow.as_deref().map(to_kbids).transpose()?,
         params: Bm25fParams {
             k1,
-            b: [b.0, b.1, b.2],
-            weights: [weights.0, weights.1, weights.2],
+            b: [b.0, b.1, b.2, b.3],
+            weights: [weights.0, weights.1, weights.2, weights.3],
         },
         explain,
     })

@@ -12,7 +12,7 @@ mod vector;
 
 use pyo3::prelude::*;
 
-use crate::lexical::{FIELD_BODY, FIELD_CODE, FIELD_HEADING};
+use crate::lexical::{FIELD_BODY, FIELD_CODE, FIELD_HEADING, FIELD_PATH};
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -20,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FIELD_HEADING", FIELD_HEADING)?;
     m.add("FIELD_BODY", FIELD_BODY)?;
     m.add("FIELD_CODE", FIELD_CODE)?;
+    m.add("FIELD_PATH", FIELD_PATH)?;
     m.add_class::<analyzer::PyAnalyzer>()?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyHits>()?;

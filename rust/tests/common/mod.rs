@@ -61,6 +61,9 @@ fn text(rng: &mut Rng, max_words: usize, skew: bool) -> String {
     s
 }
 
+/// Fields per section, as the engine has them.
+pub const F: usize = 4;
+
 pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
     (0..n)
         .map(|i| Doc {
@@ -69,6 +72,7 @@ pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
                 text(rng, 4, false),
                 text(rng, 30, true),
                 text(rng, 6, false),
+                text(rng, 3, false),
             ],
         })
         .collect()
@@ -77,8 +81,8 @@ pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
 /// One analyzed doc: per field, term → positions, and field lengths.
 pub struct Analyzed {
     pub kbid: Kbid,
-    pub fields: [HashMap<String, Vec<u32>>; 3],
-    pub lens: [u32; 3],
+    pub fields: [HashMap<String, Vec<u32>>; F],
+    pub lens: [u32; F],
 }
 
 pub fn analyze(analyzer: &Analyzer, docs: &[Doc]) -> Vec<Analyzed> {
@@ -87,9 +91,9 @@ pub fn analyze(analyzer: &Analyzer, docs: &[Doc]) -> Vec<Analyzed> {
             let mut a = Analyzed {
                 kbid: d.kbid,
                 fields: Default::default(),
-                lens: [0; 3],
+                lens: [0; F],
             };
-            for f in 0..3 {
+            for f in 0..F {
                 analyzer.analyze(&d.fields[f], |t, pos, _, _| {
                     a.lens[f] += 1;
                     a.fields[f].entry(t.to_string()).or_default().push(pos);
@@ -105,12 +109,12 @@ pub struct RefQuery {
     pub phrases: Vec<Vec<(String, u32)>>,
     pub strict: bool,
     pub k1: f64,
-    pub b: [f64; 3],
-    pub w: [f64; 3],
+    pub b: [f64; F],
+    pub w: [f64; F],
 }
 
 fn phrase_matches(d: &Analyzed, ph: &[(String, u32)]) -> bool {
-    (0..3).any(|f| {
+    (0..F).any(|f| {
         let Some(first) = d.fields[f].get(&ph[0].0) else {
             return false;
         };
@@ -133,19 +137,19 @@ pub fn reference_scores(
     q: &RefQuery,
 ) -> HashMap<Kbid, f64> {
     let n = corpus.len() as f64;
-    let mut avg = [0f64; 3];
+    let mut avg = [0f64; F];
     for d in corpus {
-        for f in 0..3 {
+        for f in 0..F {
             avg[f] += d.lens[f] as f64 / n;
         }
     }
     let df = |t: &str| {
         corpus
             .iter()
-            .filter(|d| (0..3).any(|f| d.fields[f].contains_key(t)))
+            .filter(|d| (0..F).any(|f| d.fields[f].contains_key(t)))
             .count() as f64
     };
-    let has = |d: &Analyzed, t: &str| (0..3).any(|f| d.fields[f].contains_key(t));
+    let has = |d: &Analyzed, t: &str| (0..F).any(|f| d.fields[f].contains_key(t));
     let strict = q.strict && (q.clauses.iter().any(|c| c.1) || !q.phrases.is_empty());
     let mut out = HashMap::new();
     for d in live {
@@ -166,7 +170,7 @@ pub fn reference_scores(
             let mut best = 0f64;
             for (t, w) in alts {
                 let mut tf = 0.0;
-                for f in 0..3 {
+                for f in 0..F {
                     let c = d.fields[f].get(t).map_or(0, Vec::len) as f64;
                     if c > 0.0 {
                         let norm = if avg[f] > 0.0 {

@@ -1,0 +1,190 @@
+"""Ranking that generalizes: query term frequency, the path field (a section's place in its
+document), bodiless title sections, and an index written in an older format."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import kbdb
+from kbdb import _core
+from kbdb.errors import IndexFormatError
+from kbdb.search.fields import path_field
+from kbdb.search.lexical import Filters
+from kbdb.search.query import parse_query, query_tf_weight
+
+
+def _kb(tmp_path: Path, name: str = "kb") -> kbdb.KnowledgeBase:
+    return kbdb.KnowledgeBase.init(tmp_path / name)
+
+
+# -- query term frequency ----------------------------------------------------------------
+
+
+def test_query_tf_weight_saturates() -> None:
+    assert query_tf_weight(1, 8.0) == 1.0
+    assert query_tf_weight(3, 0.0) == 1.0  # counted once
+    assert query_tf_weight(2, 8.0) == pytest.approx(9 * 2 / 10)
+    assert 1.0 < query_tf_weight(2, 8.0) < query_tf_weight(5, 8.0) < 9.0
+    assert query_tf_weight(4, 1e9) == pytest.approx(4.0)  # plain counts
+
+
+def test_a_repeated_query_word_weighs_more_in_the_clause() -> None:
+    analyzer = _core.Analyzer()
+    once = parse_query("cache lock", analyzer, None, 8.0)
+    twice = parse_query("cache lock cache", analyzer, None, 8.0)
+    assert [c for c in once.clauses] == [(((("cach", 1.0),), True)), ((("lock", 1.0),), True)]
+    (cache_alts, cache_required), (lock_alts, _) = twice.clauses
+    assert cache_required and cache_alts[0][1] == pytest.approx(query_tf_weight(2, 8.0))
+    assert lock_alts[0][1] == 1.0
+    assert parse_query("cache lock cache", analyzer, None, 0.0).clauses == once.clauses
+
+
+def test_a_repeated_query_word_ranks_the_section_that_holds_it_higher(tmp_path: Path) -> None:
+    kb = _kb(tmp_path)
+    try:
+        # Same length, each word twice: only the query's repetition can break the tie.
+        a = kb.learn("The cache holds rows. The cache evicts. A lock guards it.", title="A")
+        b = kb.learn("The lock holds rows. The lock evicts. A cache guards it.", title="B")
+        ka, kb_ = a.sections[0].kbid, b.sections[0].kbid
+        tie = kb.search("cache lock", explain=True)
+        assert {i.kbid for i in tie.items} == {ka, kb_}
+        first = kb.search("cache lock cache")
+        assert [i.kbid for i in first.items] == [ka, kb_]
+        assert first.items[0].score > first.items[1].score
+        second = kb.search("lock cache lock")
+        assert [i.kbid for i in second.items] == [kb_, ka]
+    finally:
+        kb.close()
+
+
+# -- the path field -----------------------------------------------------------------------
+
+
+def test_path_field_holds_file_name_title_and_headings_above() -> None:
+    key = "commandline/container_ls.md#ps/Examples/Show both running"
+    assert path_field("Show both running", key, "ps", "/x/commandline/container_ls.md") == (
+        "container_ls ps Examples"
+    )
+    # The title section: its own heading is the heading field, not the path.
+    assert path_field("ps", "commandline/container_ls.md#ps", "ps", "/x/c.md") == "container_ls"
+    # Learned through the API (no source file): no file name; a repeated path's suffix.
+    assert path_field("Usage", "note-1#Intro/Usage (2)", "My note", None) == "My note Intro"
+    assert path_field("", None, None, None) == ""
+
+
+REFERENCE = {
+    "get-process.md": (
+        "# Get-Process\n\n"
+        "## SYNOPSIS\n\nGets the processes that are running on the local computer.\n\n"
+        "## DESCRIPTION\n\nThe cmdlet lists every running program with its identifier.\n\n"
+        "## PARAMETERS\n\n### -Name\n\nSpecifies one or more names by their image name.\n"
+    ),
+    "stop-process.md": (
+        "# Stop-Process\n\n## SYNOPSIS\n\nStops one or more running processes.\n\n"
+        "## DESCRIPTION\n\nUse it to get rid of a hung process.\n"
+    ),
+    "get-service.md": (
+        "# Get-Service\n\n## SYNOPSIS\n\nGets the services on a computer.\n\n"
+        "## DESCRIPTION\n\nIt can get every service, or a process host's services.\n"
+    ),
+    "guide.md": (
+        "# Troubleshooting\n\n## Slow machines\n\n"
+        "To get a process list, get the process tree, then get each process id and get the "
+        "process owner: get, process, get, process.\n"
+    ),
+}
+
+
+def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> None:
+    tree = tmp_path / "ref"
+    tree.mkdir()
+    for name, text in REFERENCE.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    kb = _kb(tmp_path)
+    try:
+        kb.learn_path(tree)
+        res = kb.search("Get-Process", limit=5)
+        top = res.items[0]
+        assert top.docids == ("get-process.md",), [(i.heading, i.docids) for i in res.items]
+        # The page stands for itself through a section with content, not its bodiless title.
+        assert top.heading != "Get-Process"
+        assert "path" in top.matched_fields
+        pages = [i.docids for i in res.items]
+        assert pages.index(("guide.md",)) > 0
+        # Without the path field only the bodiless title section names the page, and it
+        # gives way to its siblings, none of which says "Get-Process": the page falls.
+        searcher = kb._lexical()
+        searcher.cfg = replace(searcher.cfg, w_path=0.0)
+        flat = searcher.search(
+            "Get-Process", limit=5, offset=0, filters=Filters(), content=False, explain=False
+        )
+        assert flat.items[0].docids != ("get-process.md",)
+    finally:
+        kb.close()
+
+
+def test_a_bodiless_title_section_gives_way_to_its_page_content(tmp_path: Path) -> None:
+    kb = _kb(tmp_path)
+    try:
+        kb.learn(
+            "# Get-Process\n\n## SYNOPSIS\n\nGets the processes on the computer.\n",
+            docid="ref/get-process",
+            type="text/markdown",
+        )
+        res = kb.search("Get-Process")
+        headings = [i.heading for i in res.items]
+        assert headings[0] == "SYNOPSIS"
+        assert "Get-Process" not in headings
+        # Alone (no sibling among the candidates), a bodiless section is still a result.
+        alone = kb.search('"Get-Process" computer')
+        assert alone.items and alone.items[0].heading == "SYNOPSIS"
+        title_only = kb.search("get", docid="ref/get-process")
+        assert title_only.items
+    finally:
+        kb.close()
+
+
+# -- an index written in the previous format ------------------------------------------------
+
+
+def _set_footer_version(path: Path, version: int) -> None:
+    data = bytearray(path.read_bytes())
+    footer = len(data) - 24
+    struct.pack_into("<I", data, footer + 4, version)
+    crc = zlib.crc32(bytes(data[: footer + 16])) & 0xFFFFFFFF
+    struct.pack_into("<I", data, footer + 16, crc)
+    path.write_bytes(bytes(data))
+
+
+def test_an_index_in_the_old_format_is_named_and_rebuilt(tmp_path: Path) -> None:
+    kb = _kb(tmp_path)
+    kb.learn("Writers serialize on the lock file.", title="Locking")
+    want = [i.kbid for i in kb.search("lock writers").items]
+    index_dir = kb.path / "indexes"
+    kb.close()
+    segments = sorted(index_dir.glob("seg-*.seg"))
+    assert segments
+    for seg in segments:
+        _set_footer_version(seg, 3)
+
+    old = kbdb.KnowledgeBase.open(tmp_path / "kb")
+    try:
+        with pytest.raises(IndexFormatError) as err:
+            old.search("lock writers")
+        assert err.value.code == "INDEX_CORRUPT"
+        assert "format version 3" in err.value.message and "rebuild" in str(err.value)
+        report = old.check()
+        codes = [e.code for e in report.errors]
+        assert "index_format_old" in codes, report
+        detail = next(e.detail for e in report.errors if e.code == "index_format_old")
+        assert "kbdb rebuild" in detail
+        old.rebuild()
+        assert [i.kbid for i in old.search("lock writers").items] == want
+        assert old.check().ok
+    finally:
+        old.close()
