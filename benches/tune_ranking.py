@@ -35,7 +35,7 @@ from kbdb.eval import RECALL_K, learn_corpus, score_rankings, to_beir_ids  # noq
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
 
 # The ranking defaults before query term frequency and the path field.
-BEFORE: dict[str, Any] = {"k1": 1.2, "query_tf_k3": 0.0, "w_path": 0.0}
+BEFORE: dict[str, Any] = {"k1": 1.2, "query_tf_k3": 0.0, "w_path": 0.0, "common_cutoff": 0.0}
 NAV_CORPUS = SHARED / "corpora" / "docker-cli"
 DEV_SETS = {
     "scifact": SHARED / "datasets" / "scifact",
@@ -142,6 +142,10 @@ def bm25s_scores(ds: BeirDataset) -> dict[str, float] | None:
 
 def grid(kind: str) -> list[dict[str, Any]]:
     """Candidate settings (only the keys that differ from the defaults)."""
+    if kind == "common":
+        axes = {"common_cutoff": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)}
+        keys = list(axes)
+        return [dict(zip(keys, v, strict=True)) for v in itertools.product(*axes.values())]
     if kind == "path":
         axes = {"w_path": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "b_path": (0.5, 0.75, 1.0)}
         keys = list(axes)
@@ -172,7 +176,7 @@ def with_settings(base: SearchConfig, settings: dict[str, Any]) -> SearchConfig:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", choices=("small", "full"), default="small")
+    ap.add_argument("--grid", choices=("small", "full", "path", "common"), default="small")
     ap.add_argument("--sets", default="scifact,cranfield,medline,paraphrase")
     ap.add_argument("--path-grid", action="store_true", help="sweep the path field's w and b")
     args = ap.parse_args()

@@ -79,7 +79,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert cfg.embedding.batch_size == 64
     assert (cfg.search.w_heading, cfg.search.w_body, cfg.search.w_code) == (2.0, 1.0, 1.0)
     assert cfg.search.default_limit == 10
-    assert cfg.search.fusion == "rrf"
+    assert cfg.search.fusion == "adaptive"
     assert cfg.search.synonyms is True
     assert cfg.learn == LearnConfig(10485760, 0.85, 0.92)
 
@@ -134,7 +134,7 @@ def test_config_to_dict_round_trips() -> None:
         ("[search]\ndefault_limit = 101\n", "from 1 to 100 (got 101)"),
         ("[search]\ndefault_limit = 10.0\n", "search.default_limit must be an integer"),
         ("[search]\ndefault_limit = true\n", "search.default_limit must be an integer"),
-        ("[search]\nfusion = 'max'\n", 'search.fusion must be one of "rrf", "linear"'),
+        ("[search]\nfusion = 'max'\n", 'search.fusion must be one of "rrf", "linear", "adaptive"'),
         ("[search]\nsynonyms = 1\n", "search.synonyms must be true or false (got 1)"),
         ("[search]\nw_heading = 0\nw_body = 0\nw_code = 0\nw_path = 0\n", "must not all be 0"),
         ("[embedding]\nprovider = 'openai'\n", 'must be one of "none", "onnx", "api"'),
@@ -239,7 +239,7 @@ def test_set_value_creates_a_missing_file_from_the_defaults(tmp_path: Path) -> N
         ("search.default_limit", "1.5", "must be an integer from 1 to 100"),
         ("search.default_limit", "١٢", "must be an integer from 1 to 100"),
         ("search.synonyms", "yes", "search.synonyms must be true or false"),
-        ("search.fusion", "max", 'search.fusion must be one of "rrf", "linear"'),
+        ("search.fusion", "max", 'search.fusion must be one of "rrf", "linear", "adaptive"'),
         ("embedding.provider", "api", "embedding.api_url must be an http://"),
         ("search.k2", "1", 'unknown key "search.k2" (allowed: search.k1,'),
         ("k1", "1", 'unknown key "k1" (allowed: keys of [embedding], [search], [learn]'),
@@ -324,10 +324,15 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.b_path": st.floats(0, 1),
     "search.w_path": st.floats(0, 1e6, **_FINITE),
     "search.query_tf_k3": st.floats(0, 1e6, **_FINITE),
+    "search.common_cutoff": st.floats(0, 1),
     "search.default_limit": st.integers(1, 100),
     "search.default_mode": st.sampled_from(["lexical", "vector", "hybrid"]),
-    "search.fusion": st.sampled_from(["rrf", "linear"]),
+    "search.fusion": st.sampled_from(["rrf", "linear", "adaptive"]),
     "search.linear_weight": st.floats(0, 1),
+    "search.adaptive_coverage_low": st.floats(0, 1),
+    "search.adaptive_coverage_high": st.floats(0, 1),
+    "search.adaptive_gap_low": st.floats(0, 2),
+    "search.adaptive_gap_high": st.floats(0, 2),
     "search.synonyms": st.booleans(),
     "search.sibling_boost": st.floats(0, 1),
     "learn.max_file_bytes": st.integers(1, 2**62),

@@ -188,3 +188,33 @@ def test_an_index_in_the_old_format_is_named_and_rebuilt(tmp_path: Path) -> None
         assert old.check().ok
     finally:
         old.close()
+
+
+# -- common words in strict matching ----------------------------------------------------------
+
+
+def test_a_word_in_most_sections_is_not_required_for_a_strict_match(tmp_path: Path) -> None:
+    kb = _kb(tmp_path)
+    try:
+        for i, topic in enumerate(("install", "upgrade", "logs", "backup", "restore")):
+            kb.learn(f"Acme {topic}: run acme {topic} from the console.", title=f"Acme {i}")
+        mixed = kb.learn(
+            "Acme reference: the acme console lists every part, one of which is a widget,"
+            " and many other parts that have nothing to do with it at all.",
+            title="Acme parts",
+        ).sections[0].kbid
+        page = kb.learn("The widget: what a widget is and how widgets fit.", title="Widget")
+        widget = page.sections[0].kbid
+        res = kb.search("acme widget")
+        assert [i.kbid for i in res.items[:2]] == [widget, mixed]
+        assert not res.relaxed and not res.items[0].relaxed
+        # With every query word required, the page without "acme" falls to the relaxed tier.
+        searcher = kb._lexical()
+        searcher.cfg = replace(searcher.cfg, common_cutoff=0.0)
+        strict_all = searcher.search(
+            "acme widget", limit=5, offset=0, filters=Filters(), content=False, explain=False
+        )
+        assert strict_all.items[0].kbid == mixed
+        assert [i.relaxed for i in strict_all.items if i.kbid == widget] == [True]
+    finally:
+        kb.close()

@@ -94,9 +94,10 @@ class Hits:
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
     @property
-    def bodiless(self) -> list[bool]:
-        """Per hit: True when the section has neither body nor code text (a heading
-        alone, such as a page's title section whose content sits under sub-headings)."""
+    def field_lens(self) -> list[tuple[int, int, int, int]]:
+        """Per hit: the section's length in terms of each field (heading, body, code,
+        path). Neither body nor code: a heading alone, such as a page's title section
+        whose content sits under sub-headings."""
     @property
     def clause_bounds(self) -> list[float]:
         """Per clause (in query order): the most it can add to a score, ``max(weight ×

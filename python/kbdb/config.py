@@ -42,6 +42,7 @@ DEFAULT_W_CODE = 1.0
 DEFAULT_B_PATH = 1.0
 DEFAULT_W_PATH = 2.0
 DEFAULT_QUERY_TF_K3 = 8.0
+DEFAULT_COMMON_CUTOFF = 0.5
 # The engine refuses larger field weights: scores could overflow to NaN (MAX_FIELD_WEIGHT in
 # rust/src/lexical/bm25f.rs).
 MAX_FIELD_WEIGHT = 1_000_000
@@ -215,14 +216,15 @@ _ALL_KEYS = (
     ConfigKey("search", "b_path", DEFAULT_B_PATH, _UNIT),
     ConfigKey("search", "w_path", DEFAULT_W_PATH, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "query_tf_k3", DEFAULT_QUERY_TF_K3, _range(0)),
+    ConfigKey("search", "common_cutoff", DEFAULT_COMMON_CUTOFF, _UNIT),
     ConfigKey("search", "default_limit", DEFAULT_LIMIT, _range(1, MAX_LIMIT)),
     ConfigKey("search", "default_mode", "lexical", _one_of("lexical", "vector", "hybrid")),
-    ConfigKey("search", "fusion", "rrf", _one_of("rrf", "linear", "adaptive")),
+    ConfigKey("search", "fusion", "adaptive", _one_of("rrf", "linear", "adaptive")),
     ConfigKey("search", "linear_weight", 0.5, _UNIT),
-    ConfigKey("search", "adaptive_coverage_low", 0.4, _UNIT),
-    ConfigKey("search", "adaptive_coverage_high", 0.6, _UNIT),
-    ConfigKey("search", "adaptive_cosine_low", 0.4, _range(-1, 1)),
-    ConfigKey("search", "adaptive_cosine_high", 0.6, _range(-1, 1)),
+    ConfigKey("search", "adaptive_coverage_low", 0.45, _UNIT),
+    ConfigKey("search", "adaptive_coverage_high", 0.55, _UNIT),
+    ConfigKey("search", "adaptive_gap_low", 0.03, _range(0, 2)),
+    ConfigKey("search", "adaptive_gap_high", 0.18, _range(0, 2)),
     ConfigKey("search", "synonyms", True),
     ConfigKey("search", "sibling_boost", DEFAULT_SIBLING_BOOST, _UNIT),
     ConfigKey("learn", "max_file_bytes", DEFAULT_MAX_FILE_BYTES, _range(0, lo_open=True)),
@@ -233,7 +235,7 @@ _DOCS = {
     "embedding.provider": '"none" (lexical only), "onnx" (local model) or "api" (HTTP service)',
     "embedding.model": "model name given to the provider; changing it marks vectors stale",
     "embedding.dimensions": "length of the model's embedding vectors",
-    "embedding.rrf_k": "hybrid search: the k of RRF, score = sum of 1 / (k + rank)",
+    "embedding.rrf_k": 'hybrid search: the k of fusion "rrf" and "adaptive", sum of w / (k + rank)',
     "embedding.api_url": 'provider "api": endpoint ("/embeddings" is appended when missing)',
     "embedding.api_key_env": 'provider "api": environment variable holding the key (never stored)',
     "embedding.model_path": 'provider "onnx": folder with model.onnx and tokenizer.json',
@@ -254,17 +256,24 @@ _DOCS = {
         "weight of a word repeated in the query: 0 counts it once, large values count each"
     ),
     "search.default_limit": "results per page when no limit is given",
+    "search.common_cutoff": (
+        "strict matching: a query word in more than this share of sections is optional (0 = off)"
+    ),
     "search.default_mode": (
         'mode of a search that names none (lexical while embedding.provider is "none")'
     ),
-    "search.fusion": 'hybrid search: "rrf" (reciprocal rank) or "linear" (weighted sum)',
+    "search.fusion": (
+        'hybrid search: "adaptive" (RRF weighted per query), "rrf" or "linear" (weighted sum)'
+    ),
     "search.linear_weight": 'fusion "linear": weight of the vector score, lexical gets the rest',
     "search.adaptive_coverage_low": (
         'fusion "adaptive": lexical weight 0 up to this share of query words matched'
     ),
     "search.adaptive_coverage_high": 'fusion "adaptive": lexical weight 1 from this share on',
-    "search.adaptive_cosine_low": 'fusion "adaptive": vector weight 0.1 up to this top cosine',
-    "search.adaptive_cosine_high": 'fusion "adaptive": vector weight 1 from this top cosine on',
+    "search.adaptive_gap_low": (
+        'fusion "adaptive": vector weight 0.1 up to this gap (top cosine - mean of ranks 2-10)'
+    ),
+    "search.adaptive_gap_high": 'fusion "adaptive": vector weight 1 from this gap on',
     "search.synonyms": "expand queries with built-in and .kbdb/synonyms.toml synonyms",
     "search.sibling_boost": "bounded boost when other sections of the same document match",
     "learn.max_file_bytes": "larger files are skipped and reported",
@@ -336,14 +345,15 @@ class SearchConfig(_Validated):
     b_path: float = DEFAULT_B_PATH
     w_path: float = DEFAULT_W_PATH
     query_tf_k3: float = DEFAULT_QUERY_TF_K3
+    common_cutoff: float = DEFAULT_COMMON_CUTOFF
     default_limit: int = DEFAULT_LIMIT
     default_mode: Mode = "lexical"
-    fusion: Fusion = "rrf"
+    fusion: Fusion = "adaptive"
     linear_weight: float = 0.5
-    adaptive_coverage_low: float = 0.4
-    adaptive_coverage_high: float = 0.6
-    adaptive_cosine_low: float = 0.4
-    adaptive_cosine_high: float = 0.6
+    adaptive_coverage_low: float = 0.45
+    adaptive_coverage_high: float = 0.55
+    adaptive_gap_low: float = 0.03
+    adaptive_gap_high: float = 0.18
     synonyms: bool = True
     sibling_boost: float = DEFAULT_SIBLING_BOOST
 

@@ -15,6 +15,7 @@ i.e. +10 %) and never lifts a relaxed hit above a strict one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -131,6 +132,7 @@ class LexicalSearcher:
             "k1": cfg.k1,
             "b": (cfg.b_heading, cfg.b_body, cfg.b_code, cfg.b_path),
             "weights": (cfg.w_heading, cfg.w_body, cfg.w_code, cfg.w_path),
+            "common_cutoff": cfg.common_cutoff,
         }
 
     def parse(self, query: str) -> ParsedQuery:
@@ -506,18 +508,12 @@ def _hits(
     h: _core.Hits, *, relaxed: bool, bound: float, skip: set[str] | frozenset[str] = frozenset()
 ) -> list[Hit]:
     """``h`` as ``Hit``s, but those whose kbid is in ``skip``."""
-    ex = h.explain
+    ex = h.explain or itertools.repeat(None)
     # Positional (a search makes dozens of these): kbid, score, matched, relaxed, explain,
-    # boost, bound, lexical_score.
-    if ex is None:
-        return [
-            Hit(k, s, m, relaxed, None, 1.0, bound, s, None, None, e)
-            for k, s, m, e in zip(h.kbids, h.scores, h.matched, h.bodiless, strict=True)
-            if k not in skip
-        ]
+    # boost, bound, lexical_score, confidence, extra, bodiless.
     return [
-        Hit(k, s, m, relaxed, x, 1.0, bound, s, None, None, e)
-        for k, s, m, x, e in zip(h.kbids, h.scores, h.matched, ex, h.bodiless, strict=True)
+        Hit(k, s, m, relaxed, x, 1.0, bound, s, None, None, lens[1] == lens[2] == 0)
+        for k, s, m, x, lens in zip(h.kbids, h.scores, h.matched, ex, h.field_lens, strict=False)
         if k not in skip
     ]
 

@@ -49,6 +49,9 @@ pub struct Query {
     pub allow: Option<Vec<Kbid>>,
     pub params: Bm25fParams,
     pub explain: bool,
+    /// Strict matching: the share of sections past which a required clause is common
+    /// and made optional ([`Prepared::relax_common`]); 0 keeps every clause as it is.
+    pub common_cutoff: f32,
 }
 
 impl Default for Query {
@@ -61,6 +64,7 @@ impl Default for Query {
             allow: None,
             params: Bm25fParams::default(),
             explain: false,
+            common_cutoff: 0.0,
         }
     }
 }
@@ -143,6 +147,36 @@ impl Prepared {
             strict,
             norms,
         })
+    }
+
+    /// Strict matching with common words optional (Elasticsearch's common terms query): a
+    /// required clause that occurs in more than `cutoff` of the `docs` sections (its most
+    /// frequent alternative's df) is made optional when at least one required clause is
+    /// not that common. It still adds to the score where it matches. Call after `df`.
+    pub fn relax_common(&mut self, cutoff: f32, docs: u64) {
+        if !(cutoff > 0.0) || !self.strict {
+            return;
+        }
+        let limit = f64::from(cutoff) * docs as f64;
+        let df = &self.df;
+        let common: Vec<bool> = self
+            .clauses
+            .iter()
+            .map(|(alts, _)| alts.iter().map(|&(t, _)| df[t]).max().unwrap_or(0) as f64 > limit)
+            .collect();
+        let rare_required = self
+            .clauses
+            .iter()
+            .zip(&common)
+            .any(|((_, required), &c)| *required && !c);
+        if !rare_required {
+            return;
+        }
+        for ((_, required), c) in self.clauses.iter_mut().zip(common) {
+            if c {
+                *required = false;
+            }
+        }
     }
 
     /// Per clause: the most it can add to a score, `max(weight × idf)` over its alternatives
@@ -559,4 +593,48 @@ pub fn explain_hits(
         out.push(parts);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(words: &[&str], df: &[u64]) -> Prepared {
+        let q = Query {
+            clauses: words
+                .iter()
+                .map(|w| Clause {
+                    alternatives: vec![(w.to_string(), 1.0)],
+                    required: true,
+                })
+                .collect(),
+            ..Query::default()
+        };
+        let stats = super::super::bm25f::CorpusStats::default();
+        let mut p = Prepared::new(&q, FieldNorms::new(&q.params, &stats)).unwrap();
+        p.df.copy_from_slice(df);
+        p
+    }
+
+    fn required(p: &Prepared) -> Vec<bool> {
+        p.clauses.iter().map(|c| c.1).collect()
+    }
+
+    #[test]
+    fn common_words_become_optional_only_beside_a_rarer_required_one() {
+        let mut p = prepared(&["docker", "network"], &[70, 13]);
+        p.relax_common(0.5, 100);
+        assert_eq!(required(&p), [false, true]);
+        assert!(p.strict);
+        // Every word common: nothing changes (strict still needs them all).
+        let mut p = prepared(&["docker", "contain"], &[70, 60]);
+        p.relax_common(0.5, 100);
+        assert_eq!(required(&p), [true, true]);
+        // Off, or under the cutoff: nothing changes.
+        let mut p = prepared(&["docker", "network"], &[70, 13]);
+        p.relax_common(0.0, 100);
+        assert_eq!(required(&p), [true, true]);
+        p.relax_common(0.8, 100);
+        assert_eq!(required(&p), [true, true]);
+    }
 }

@@ -15,7 +15,7 @@ use super::query::{
 };
 use super::termdict::TermInfo;
 use super::topk::{Scored, TopK};
-use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_NAMES};
+use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_COUNT, FIELD_NAMES};
 use crate::error::Result;
 
 /// Below this many docs in the snapshot, segments are searched on the calling thread: a
@@ -41,9 +41,10 @@ pub struct Hits {
     pub explain: Option<Vec<Vec<Contribution>>>,
     /// Per clause: the most it can add to a score (see [`Prepared::clause_bounds`]).
     pub clause_bounds: Vec<Score>,
-    /// Per hit: the section has neither body nor code (only a heading and its path), such
-    /// as a page's title section whose content sits under sub-headings.
-    pub bodiless: Vec<bool>,
+    /// Per hit: the section's length in terms of each field (heading, body, code, path):
+    /// a section with neither body nor code is a heading alone, such as a page's title
+    /// section whose content sits under sub-headings.
+    pub field_lens: Vec<[u32; FIELD_COUNT]>,
 }
 
 impl Index {
@@ -140,6 +141,7 @@ impl Index {
             p.idf[t] = snap.stats.idf(entry.df);
             entries.push(entry);
         }
+        p.relax_common(q.common_cutoff, snap.stats.docs);
         let impact_key = (p.norms.key(), p.norms.k1_bits());
         // Strict hits are docs that hold every required clause: no more than the docs of
         // the rarest one (the sum of its alternatives' df, tombstoned docs included).
@@ -304,7 +306,7 @@ fn fill_ranked(
             .get(seg as usize)
             .map(|s| s.reader.field_lens(ord))
             .unwrap_or_default();
-        hits.bodiless.push(lens[1] == 0 && lens[2] == 0);
+        hits.field_lens.push(lens);
         let at = slot as usize * n_clauses;
         let mask = masks
             .get(seg as usize)

@@ -116,11 +116,12 @@ impl PyIndex {
 
     #[pyo3(signature = (
         clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
+        common_cutoff = 0.0
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
-        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False)"
+        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -135,6 +136,7 @@ impl PyIndex {
         b: (f32, f32, f32, f32),
         weights: (f32, f32, f32, f32),
         explain: bool,
+        common_cutoff: f32,
     ) -> PyResult<PyHits> {
         let hits = py.detach(|| {
             let q = to_query(
@@ -147,6 +149,7 @@ impl PyIndex {
                 b,
                 weights,
                 explain,
+                common_cutoff,
             )?;
             self.inner.search(&q)
         })?;
@@ -158,11 +161,12 @@ impl PyIndex {
     /// with `require_all=False` and no phrases; else `None`.
     #[pyo3(signature = (
         clauses, *, relaxed_below, phrases = Vec::new(), limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
+        common_cutoff = 0.0
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, relaxed_below, phrases=(), limit=10, allow=None, \
-        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False)"
+        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search_tiers(
@@ -177,10 +181,11 @@ impl PyIndex {
         b: (f32, f32, f32, f32),
         weights: (f32, f32, f32, f32),
         explain: bool,
+        common_cutoff: f32,
     ) -> PyResult<(PyHits, Option<PyHits>)> {
         let (strict, relaxed) = py.detach(|| {
             let q = to_query(
-                clauses, phrases, true, limit, allow, k1, b, weights, explain,
+                clauses, phrases, true, limit, allow, k1, b, weights, explain, common_cutoff,
             )?;
             self.inner.search_tiers(&q, relaxed_below)
         })?;
@@ -231,10 +236,14 @@ impl PyHits {
         self.hits.total
     }
 
-    /// Per hit: True when the section has neither body nor code text.
+    /// Per hit: the section's length in terms of each field (heading, body, code, path).
     #[getter]
-    fn bodiless(&self) -> Vec<bool> {
-        self.hits.bodiless.clone()
+    fn field_lens(&self) -> Vec<(u32, u32, u32, u32)> {
+        self.hits
+            .field_lens
+            .iter()
+            .map(|l| (l[0], l[1], l[2], l[3]))
+            .collect()
     }
 
     #[getter]
@@ -280,6 +289,7 @@ fn to_query(
     b: (f32, f32, f32, f32),
     weights: (f32, f32, f32, f32),
     explain: bool,
+    common_cutoff: f32,
 ) -> Result<Query> {
     let limit = usize::try_from(limit)
         .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
@@ -301,5 +311,6 @@ fn to_query(
             weights: [weights.0, weights.1, weights.2, weights.3],
         },
         explain,
+        common_cutoff,
     })
 }
