@@ -1,9 +1,11 @@
 """Vector and hybrid search (SPEC §4.2): the vector path alone, or both paths fused.
 
 Each path contributes its top ``max(100, offset + limit)`` candidates, with the filters
-applied inside both. ``fusion = "rrf"`` (default) or ``"linear"`` (``linear_weight`` on
-the vector side). A stale vector index makes both modes run lexical only, with
-``retrieval_method: "lexical"`` and ``vector_index_stale: true``.
+applied inside both. ``fusion``: ``"adaptive"`` (default: RRF with per-query arm weights
+from the lexical coverage and the vector list's cosine gap; ``kbdb.search.fusion``),
+``"rrf"`` (``rrf_k``) or ``"linear"`` (``linear_weight`` on the vector side). A stale
+vector index makes both modes run lexical only, with ``retrieval_method: "lexical"`` and
+``vector_index_stale: true``.
 
 Confidence: a vector hit's confidence is a logistic function of its cosine; a hybrid hit
 takes the larger of its lexical and its vector confidence.
@@ -14,9 +16,18 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence as lexical_confidence
 from kbdb.search.confidence import verdict
-from kbdb.search.fusion import Fused, linear, rrf
+from kbdb.search.fusion import (
+    AdaptiveParams,
+    Fused,
+    Signals,
+    adaptive,
+    cosine_gap,
+    linear,
+    rrf,
+)
 from kbdb.search.lexical import Filters, Hit, LexicalSearcher
 from kbdb.search.query import ParsedQuery
 from kbdb.search.vectors import VectorStore
@@ -46,9 +57,12 @@ def search_fused(
     content: bool,
     explain: bool,
     rrf_k: float,
-    fusion: Literal["rrf", "linear"],
+    fusion: Literal["rrf", "linear", "adaptive"],
     linear_weight: float,
+    adaptive_params: AdaptiveParams | None = None,
 ) -> SearchResult:
+    """``adaptive_params``: the ramps of the adaptive fusion; by default those of the
+    lexical searcher's ``[search]`` settings."""
     want = max(FUSION_CANDIDATES, offset + limit)
     parsed = lexical.parse(query)
     allow = lexical.allow(filters)
@@ -60,15 +74,20 @@ def search_fused(
         lex_hits, relaxed = ranking.hits[:want], ranking.relaxed
     by_kbid = {h.kbid: h for h in lex_hits}
     lex_ranked = [(h.kbid, h.score) for h in lex_hits]
+    signals: Signals | None = None
     if mode == "vector":
         fused = rrf([], vec_hits, k=rrf_k)
     elif fusion == "linear":
         fused = linear(lex_ranked, vec_hits, weight=linear_weight)
+    elif fusion == "adaptive":
+        signals = arm_signals(parsed, lex_hits, vec_hits)
+        params = adaptive_params if adaptive_params is not None else params_of(lexical.cfg)
+        fused = adaptive(lex_ranked, vec_hits, signals, params, k=rrf_k)
     else:
         fused = rrf(lex_ranked, vec_hits, k=rrf_k)
-    required = parsed_required(parsed)
     page = [
-        _hit(f, by_kbid.get(f.kbid), required, mode, fusion) for f in fused[offset : offset + limit]
+        _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals)
+        for f in fused[offset : offset + limit]
     ]
     items = lexical.hydrate(parsed, page, content=content, explain=explain)
     top = items[0] if items else None
@@ -87,18 +106,48 @@ def search_fused(
     )
 
 
-def parsed_required(parsed: ParsedQuery) -> int:
-    return sum(1 for _, req in parsed.clauses if req) or len(parsed.clauses)
+def params_of(cfg: SearchConfig) -> AdaptiveParams:
+    """The adaptive fusion's ramps from the ``[search]`` settings."""
+    return AdaptiveParams(
+        coverage_low=cfg.adaptive_coverage_low,
+        coverage_high=cfg.adaptive_coverage_high,
+        gap_low=cfg.adaptive_gap_low,
+        gap_high=cfg.adaptive_gap_high,
+    )
 
 
-def _hit(f: Fused, lex: Hit | None, required: int, mode: str, fusion: str) -> Hit:
+def coverage(matched: bytes, parsed: ParsedQuery) -> float:
+    """The share of the query's required clauses that a hit (``Hit.matched``) matched; of
+    all its clauses when none is required."""
+    clauses = parsed.clauses
+    if parsed.required == len(clauses) or not parsed.required:
+        return (len(matched) - matched.count(0)) / len(clauses) if clauses else 0.0
+    covered = sum(1 for mask, (_, req) in zip(matched, clauses, strict=False) if mask and req)
+    return covered / parsed.required
+
+
+def arm_signals(
+    parsed: ParsedQuery, lex_hits: list[Hit], vec_hits: list[tuple[str, float]]
+) -> Signals:
+    """The adaptive fusion's view of one query's two candidate lists: the best lexical
+    coverage, the best cosine and the gap below it."""
+    best = 0.0
+    for h in lex_hits:
+        best = max(best, coverage(h.matched, parsed))
+        if best >= 1.0:
+            break
+    cosines = [c for _, c in vec_hits]
+    return Signals(coverage=best, top_cosine=max(cosines, default=None), gap=cosine_gap(cosines))
+
+
+def _hit(
+    f: Fused, lex: Hit | None, parsed: ParsedQuery, mode: str, fusion: str, signals: Signals | None
+) -> Hit:
     conf = cosine_confidence(f.vector_score) if f.vector_score is not None else 0.0
     if lex is not None:
-        covered = sum(1 for mask in lex.matched if mask)
-        coverage = min(covered / required, 1.0) if required else 1.0
         conf = max(
             conf,
-            lexical_confidence(lex.score / lex.boost, lex.bound, coverage),
+            lexical_confidence(lex.score / lex.boost, lex.bound, coverage(lex.matched, parsed)),
         )
     extra: dict[str, object] = {
         "vector_rank": f.vector_rank,
@@ -107,10 +156,19 @@ def _hit(f: Fused, lex: Hit | None, required: int, mode: str, fusion: str) -> Hi
     if mode == "hybrid":
         extra.update(
             lexical_rank=f.lexical_rank,
+            lexical_score=None if f.lexical_score is None else round(f.lexical_score, 6),
             fusion=fusion,
+            lexical_weight=round(f.lexical_weight, 6),
+            vector_weight=round(f.vector_weight, 6),
             lexical_part=round(f.lexical_part, 6),
             vector_part=round(f.vector_part, 6),
         )
+        if signals is not None:
+            extra["signals"] = {
+                "coverage": round(signals.coverage, 6),
+                "top_cosine": None if signals.top_cosine is None else round(signals.top_cosine, 6),
+                "gap": round(signals.gap, 6),
+            }
     return Hit(
         kbid=f.kbid,
         score=f.score,
