@@ -164,7 +164,8 @@ def _set_footer_version(path: Path, version: int) -> None:
 def test_an_index_in_the_old_format_is_named_and_rebuilt(tmp_path: Path) -> None:
     kb = _kb(tmp_path)
     kb.learn("Writers serialize on the lock file.", title="Locking")
-    want = [i.kbid for i in kb.search("lock writers").items]
+    want = [i.kbid for i in kb.search('"writers serialize"').items]
+    assert len(want) == 1
     index_dir = kb.path / "indexes"
     kb.close()
     segments = sorted(index_dir.glob("seg-*.seg"))
@@ -183,8 +184,14 @@ def test_an_index_in_the_old_format_is_named_and_rebuilt(tmp_path: Path) -> None
         assert "index_format_old" in codes, report
         detail = next(e.detail for e in report.errors if e.code == "index_format_old")
         assert "kbdb rebuild" in detail
+        # A learn keeps what it stored in kb.sqlite, says how to fix the index, and the
+        # rebuild indexes it.
+        with pytest.raises(IndexFormatError):
+            old.learn("Readers take no lock at all.", title="Reading")
         old.rebuild()
-        assert [i.kbid for i in old.search("lock writers").items] == want
+        assert [i.kbid for i in old.search('"writers serialize"').items] == want
+        found = old.search("readers").items
+        assert len(found) == 1 and "Readers take no lock" in found[0].snippet
         assert old.check().ok
     finally:
         old.close()
@@ -198,11 +205,15 @@ def test_a_word_in_most_sections_is_not_required_for_a_strict_match(tmp_path: Pa
     try:
         for i, topic in enumerate(("install", "upgrade", "logs", "backup", "restore")):
             kb.learn(f"Acme {topic}: run acme {topic} from the console.", title=f"Acme {i}")
-        mixed = kb.learn(
-            "Acme reference: the acme console lists every part, one of which is a widget,"
-            " and many other parts that have nothing to do with it at all.",
-            title="Acme parts",
-        ).sections[0].kbid
+        mixed = (
+            kb.learn(
+                "Acme reference: the acme console lists every part, one of which is a widget,"
+                " and many other parts that have nothing to do with it at all.",
+                title="Acme parts",
+            )
+            .sections[0]
+            .kbid
+        )
         page = kb.learn("The widget: what a widget is and how widgets fit.", title="Widget")
         widget = page.sections[0].kbid
         res = kb.search("acme widget")
