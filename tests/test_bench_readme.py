@@ -56,3 +56,15 @@ def test_the_block_replaces_only_the_text_between_the_markers() -> None:
     new = update_readme.update(text, "\nnew\n")
     assert new == f"before\n{update_readme.START}\nnew\n{update_readme.END}\nafter\n"
     assert update_readme.update("no markers", "x") is None
+
+
+def test_the_ranking_table_in_the_readme_and_search_docs_is_current() -> None:
+    import ranking_table
+
+    table = ranking_table.render()
+    assert "| SciFact |" in table and "| paraphrase (agent memories) |" in table
+    for path in ranking_table.TARGETS:
+        text = path.read_text(encoding="utf-8")
+        assert ranking_table.apply(text, table) == text, (
+            f"{path.name}: run python benches/ranking_table.py"
+        )
