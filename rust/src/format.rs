@@ -435,12 +435,29 @@ mod tests {
     fn mapped_file_checks_its_checksum_on_demand() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.seg");
-        let mut b = sample();
+        // Larger than VERIFY_ON_OPEN_BYTES: the open reads the footer only.
+        let mut b = vec![7u8; VERIFY_ON_OPEN_BYTES as usize + 1];
+        append_footer(&mut b, FileKind::SEGMENT, 3);
         b[0] ^= 1;
         write_atomic(&path, &b).unwrap();
         let m = MappedFile::open(&path, FileKind::SEGMENT, 3).unwrap();
         assert!(matches!(m.verify_checksum(), Err(Error::Corrupt { .. })));
         assert!(MappedFile::open_with(&path, FileKind::SEGMENT, 3, true).is_err());
+    }
+
+    #[test]
+    fn a_small_file_is_checksummed_on_every_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.seg");
+        let mut b = sample();
+        write_atomic(&path, &b).unwrap();
+        assert!(MappedFile::open(&path, FileKind::SEGMENT, 3).is_ok());
+        b[0] ^= 1;
+        write_atomic(&path, &b).unwrap();
+        assert!(matches!(
+            MappedFile::open(&path, FileKind::SEGMENT, 3),
+            Err(Error::Corrupt { .. })
+        ));
     }
 
     #[test]

@@ -124,12 +124,18 @@ fn verify_reports_damage_under_an_open_index() {
 
 #[test]
 fn merge_refuses_a_segment_whose_checksum_fails() {
-    // Open does not read a segment's checksum; a merge must, or it would copy the damage
-    // into a new segment under a fresh checksum that `verify` could no longer see.
+    // Open does not read the checksum of a segment past 64 KiB; a merge must, or it would
+    // copy the damage into a new segment under a fresh checksum that `verify` could no
+    // longer see.
     let dir = tempfile::tempdir().unwrap();
-    build(dir.path());
+    let index = Index::open(dir.path(), true).unwrap();
+    let docs = random_docs(&mut Rng(78), 0, 3000);
+    index.commit(&docs[..2500], &[], 1).unwrap();
+    index.commit(&docs[2500..], &[], 2).unwrap();
+    drop(index);
     let seg = &files(dir.path(), ".seg")[0];
     let mut bytes = std::fs::read(seg).unwrap();
+    assert!(bytes.len() as u64 > kbdb_core::format::VERIFY_ON_OPEN_BYTES);
     let at = bytes.len() - FOOTER_LEN - 3; // inside the positions section, past the header
     bytes[at] ^= 0x01;
     std::fs::write(seg, &bytes).unwrap();

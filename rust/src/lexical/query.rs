@@ -154,7 +154,7 @@ impl Prepared {
     /// frequent alternative's df) is made optional when at least one required clause is
     /// not that common. It still adds to the score where it matches. Call after `df`.
     pub fn relax_common(&mut self, cutoff: f32, docs: u64) {
-        if !(cutoff > 0.0) || !self.strict {
+        if cutoff.is_nan() || cutoff <= 0.0 || !self.strict {
             return;
         }
         let limit = f64::from(cutoff) * docs as f64;
@@ -242,7 +242,11 @@ impl BlockScorer {
     ) -> &[Score] {
         let n = docs.len().min(BLOCK_LEN);
         let [f0, f1, f2, f3] = &mut self.factors;
-        let slots = f0.iter_mut().zip(f1.iter_mut()).zip(f2.iter_mut()).zip(f3.iter_mut());
+        let slots = f0
+            .iter_mut()
+            .zip(f1.iter_mut())
+            .zip(f2.iter_mut())
+            .zip(f3.iter_mut());
         for ((((a, b), c), e), &d) in slots.zip(docs) {
             [*a, *b, *c, *e] = seg.factors.get(d as usize).copied().unwrap_or_default();
         }

@@ -244,7 +244,13 @@ impl Index {
                 total,
                 ..Hits::default()
             };
-            fill_ranked(&mut strict, &top.into_sorted(), &masks, n_clauses, &snap.segments);
+            fill_ranked(
+                &mut strict,
+                &top.into_sorted(),
+                &masks,
+                n_clauses,
+                &snap.segments,
+            );
             strict
         });
         let mut explain = Vec::new();

@@ -185,7 +185,16 @@ impl PyIndex {
     ) -> PyResult<(PyHits, Option<PyHits>)> {
         let (strict, relaxed) = py.detach(|| {
             let q = to_query(
-                clauses, phrases, true, limit, allow, k1, b, weights, explain, common_cutoff,
+                clauses,
+                phrases,
+                true,
+                limit,
+                allow,
+                k1,
+                b,
+                weights,
+                explain,
+                common_cutoff,
             )?;
             self.inner.search_tiers(&q, relaxed_below)
         })?;

@@ -73,7 +73,12 @@ pub fn load() -> Option<SciFact> {
             let v: serde_json::Value = serde_json::from_str(l).expect("corpus line is JSON");
             Doc {
                 kbid: kbid(i),
-                fields: [field(&v, "title"), field(&v, "text"), String::new(), String::new()],
+                fields: [
+                    field(&v, "title"),
+                    field(&v, "text"),
+                    String::new(),
+                    String::new(),
+                ],
             }
         })
         .collect();
