@@ -196,6 +196,7 @@ class Index:
         b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
+        common_cutoff: float = 0.0,
     ) -> Hits:
         """BM25F top-``limit``. ``require_all``: every required clause and every phrase
         must match (strict); otherwise any clause matching is enough (relaxed). ``allow``
@@ -207,7 +208,9 @@ class Index:
         on segmentation. Corpus statistics (N, df, average field lengths) count tombstoned
         sections until a merge drops them, as Lucene does. ``limit`` < 0, ``k1`` < 0, a
         ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
-        ``InvalidArgumentError``."""
+        ``InvalidArgumentError``. ``common_cutoff`` > 0: in strict matching, a required
+        clause in more than that share of the sections (its most frequent alternative's
+        df) is optional when a rarer required clause remains; it still adds score."""
     def search_tiers(
         self,
         clauses: Sequence[_Clause],
@@ -220,6 +223,7 @@ class Index:
         b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
+        common_cutoff: float = 0.0,
     ) -> tuple[Hits, Hits | None]:
         """``(strict, relaxed)``: exactly ``search(..., require_all=True)`` with the
         phrases, and ``search(..., require_all=False)`` without them when the strict hits
