@@ -21,7 +21,6 @@ import argparse
 import itertools
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 from statistics import mean
@@ -29,9 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import tune_bm25  # noqa: E402
 from common import ROOT, SHARED, print_table, write_result  # noqa: E402
 from kbdb.config import Config, SearchConfig  # noqa: E402
-from kbdb.eval import RECALL_K, learn_corpus, score_rankings, to_beir_ids  # noqa: E402
+from kbdb.eval import RECALL_K, score_rankings, to_beir_ids  # noqa: E402
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
 
 # The ranking defaults before query term frequency and the path field.
@@ -45,29 +45,8 @@ DEV_SETS = {
 }
 
 
-class Ranker:
+class Ranker(tune_bm25.Ranker):
     """A learned knowledge base that ranks the judged queries under any search settings."""
-
-    def __init__(self, ds: BeirDataset, root: Path) -> None:
-        from kbdb import KnowledgeBase
-
-        self.ds = ds
-        self.kb = KnowledgeBase.init(root)
-        t0 = time.perf_counter()
-        learn_corpus(self.kb, ds.corpus)
-        self.learn_s = time.perf_counter() - t0
-        self.known = {d.id for d in ds.corpus}
-        self._docids: dict[str, tuple[str, ...]] = {}
-
-    def docids(self, kbids: list[str]) -> list[tuple[str, ...]]:
-        from kbdb.store import queries as q
-
-        missing = [k for k in kbids if k not in self._docids]
-        if missing:
-            with self.kb._db.read() as conn:
-                for k, v in q.docids_of(conn, missing).items():
-                    self._docids[k] = tuple(v)
-        return [self._docids.get(k, ()) for k in kbids]
 
     def rankings(self, search: SearchConfig) -> dict[str, list[str]]:
         from kbdb.search.lexical import LexicalSearcher
@@ -85,7 +64,7 @@ class Ranker:
             out[qid] = to_beir_ids(self.docids([h.kbid for h in ranking.hits]), self.known)
         return out
 
-    def score(self, search: SearchConfig) -> dict[str, float]:
+    def score_search(self, search: SearchConfig) -> dict[str, float]:
         return score_rankings(self.rankings(search), self.ds.qrels)
 
 
@@ -200,7 +179,7 @@ def main() -> int:
     results: list[dict[str, Any]] = []
     for settings in candidates:
         search = with_settings(base, settings)
-        scores = {n: rankers[n].score(search)["ndcg@10"] for n in sets}
+        scores = {n: rankers[n].score_search(search)["ndcg@10"] for n in sets}
         results.append(
             {"settings": settings, "ndcg@10": scores, "navigation": nav.nav_scores(search)}
         )
@@ -226,7 +205,7 @@ def main() -> int:
     before = with_settings(base, BEFORE)
     reference = {
         name: {
-            "ndcg@10": {n: rankers[n].score(search)["ndcg@10"] for n in sets},
+            "ndcg@10": {n: rankers[n].score_search(search)["ndcg@10"] for n in sets},
             "navigation": nav.nav_scores(search),
         }
         for name, search in (("before", before), ("after", base))

@@ -40,3 +40,21 @@ def record_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
     return seen
+
+
+@pytest.fixture(scope="module")
+def model() -> Path:
+    """The all-MiniLM-L6-v2 test model (SPEC §6.2)."""
+    from tests.embedding.conftest import find_test_model
+
+    return find_test_model()
+
+
+@pytest.fixture
+def hkb(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
+    """The facts of ``tests/test_hybrid.py``, learned with the real ONNX model."""
+    from tests.test_hybrid import facts_kb
+
+    kb = facts_kb(tmp_path / "kb", model)
+    yield kb
+    kb.close()

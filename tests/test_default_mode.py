@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.embedding.conftest import find_test_model
-from tests.test_hybrid import FACTS, _onnx_kb
+from tests.test_hybrid import facts_kb
 
 import kbdb
 from kbdb.config import Config, EmbeddingConfig, SearchConfig, load_config, set_value
@@ -18,16 +17,10 @@ from kbdb.errors import ConfigInvalidError, EmbeddingProviderNotConfiguredError
 MEANING_ONLY = "database rationale"
 
 
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return find_test_model()
-
-
 @pytest.fixture
 def hybrid_default(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
     """The facts, with the ONNX model and search.default_mode = "hybrid"."""
-    kb = _onnx_kb(tmp_path / "kb", model)
-    kb.learn_many(kbdb.LearnItem(text, docid=name) for name, text in FACTS.items())
+    kb = facts_kb(tmp_path / "kb", model)
     set_value(kb.path / "worker.toml", "search.default_mode", "hybrid")
     path = kb.path
     kb.close()

@@ -4,11 +4,9 @@ search through the facade with the real all-MiniLM-L6-v2 model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.embedding.conftest import find_test_model
 from tests.test_hybrid import FACTS, _onnx_kb
 
 import kbdb
@@ -29,20 +27,6 @@ from kbdb.search.fusion import (
 from kbdb.search.hybrid import arm_signals, coverage, params_of
 
 PARAMS = AdaptiveParams(coverage_low=0.45, coverage_high=0.55, gap_low=0.03, gap_high=0.18)
-
-
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return find_test_model()
-
-
-@pytest.fixture
-def hkb(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
-    """The knowledge base of ``tests/test_hybrid.py``: its facts, the real ONNX model."""
-    kb = _onnx_kb(tmp_path / "kb", model)
-    kb.learn_many(kbdb.LearnItem(text, docid=name) for name, text in FACTS.items())
-    yield kb
-    kb.close()
 
 
 def test_rrf_matches_the_formula() -> None:

@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from tests.conftest import record_batches, write
-from tests.embedding.conftest import find_test_model
 
 import kbdb
 from kbdb.config import set_value
@@ -32,17 +30,11 @@ def _onnx_kb(root: Path, model: Path) -> kbdb.KnowledgeBase:
     return kbdb.KnowledgeBase.open(root)
 
 
-@pytest.fixture(scope="module")
-def model() -> Path:
-    return find_test_model()
-
-
-@pytest.fixture
-def hkb(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
-    kb = _onnx_kb(tmp_path / "kb", model)
+def facts_kb(path: Path, model: Path) -> kbdb.KnowledgeBase:
+    """A knowledge base with the real ONNX model that has learned ``FACTS``."""
+    kb = _onnx_kb(path, model)
     kb.learn_many(kbdb.LearnItem(text, docid=name) for name, text in FACTS.items())
-    yield kb
-    kb.close()
+    return kb
 
 
 def test_hybrid_finds_what_lexical_misses(hkb: kbdb.KnowledgeBase) -> None:
