@@ -35,7 +35,13 @@ from kbdb.eval import RECALL_K, score_rankings, to_beir_ids  # noqa: E402
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
 
 # The ranking defaults before query term frequency and the path field.
-BEFORE: dict[str, Any] = {"k1": 1.2, "query_tf_k3": 0.0, "w_path": 0.0, "common_cutoff": 0.0}
+BEFORE: dict[str, Any] = {
+    "k1": 1.2,
+    "query_tf_k3": 0.0,
+    "w_path": 0.0,
+    "common_cutoff": 0.0,
+    "name_boost": 0.0,
+}
 NAV_CORPUS = SHARED / "corpora" / "docker-cli"
 DEV_SETS = {
     "scifact": SHARED / "datasets" / "scifact",
@@ -121,6 +127,10 @@ def bm25s_scores(ds: BeirDataset) -> dict[str, float] | None:
 
 def grid(kind: str) -> list[dict[str, Any]]:
     """Candidate settings (only the keys that differ from the defaults)."""
+    if kind == "name":
+        axes = {"name_boost": (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)}
+        keys = list(axes)
+        return [dict(zip(keys, v, strict=True)) for v in itertools.product(*axes.values())]
     if kind == "common":
         axes = {"common_cutoff": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)}
         keys = list(axes)
@@ -155,7 +165,7 @@ def with_settings(base: SearchConfig, settings: dict[str, Any]) -> SearchConfig:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", choices=("small", "full", "path", "common"), default="small")
+    ap.add_argument("--grid", choices=("small", "full", "path", "common", "name"), default="small")
     ap.add_argument("--sets", default="scifact,cranfield,medline,paraphrase")
     ap.add_argument("--path-grid", action="store_true", help="sweep the path field's w and b")
     args = ap.parse_args()

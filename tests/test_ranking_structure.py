@@ -116,10 +116,11 @@ def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> No
         assert "path" in top.matched_fields
         pages = [i.docids for i in res.items]
         assert pages.index(("guide.md",)) > 0
-        # Without the path field only the bodiless title section names the page, and it
-        # gives way to its siblings, none of which says "Get-Process": the page falls.
+        # Without the path field (nor the name boost: the file is get-process.md) only the
+        # bodiless title section names the page, and it gives way to its siblings, none of
+        # which says "Get-Process": the page falls.
         searcher = kb._lexical()
-        searcher.cfg = replace(searcher.cfg, w_path=0.0)
+        searcher.cfg = replace(searcher.cfg, w_path=0.0, name_boost=0.0)
         flat = searcher.search(
             "Get-Process", limit=5, offset=0, filters=Filters(), content=False, explain=False
         )
@@ -227,5 +228,54 @@ def test_a_word_in_most_sections_is_not_required_for_a_strict_match(tmp_path: Pa
         )
         assert strict_all.items[0].kbid == mixed
         assert [i.relaxed for i in strict_all.items if i.kbid == widget] == [True]
+    finally:
+        kb.close()
+
+
+# -- a page the query names ---------------------------------------------------------------
+
+GROUP = {
+    "network.md": "# network\n\nManage networks.\n\n## Subcommands\n\nconnect, create, rm.\n",
+    "network_rm.md": (
+        "# network rm\n\nRemove one or more networks.\n\n## Aliases\n\n"
+        "`docker network rm`, `docker network remove`\n"
+    ),
+    "network_create.md": (
+        "# network create\n\nCreate a network.\n\n## Aliases\n\n`docker network create`\n"
+    ),
+    "run.md": "# run\n\nRun a container with docker: docker run.\n",
+    "ps.md": "# ps\n\nList containers with docker: docker ps.\n",
+    "pull.md": "# pull\n\nDownload an image with docker: docker pull.\n",
+    "push.md": "# push\n\nUpload an image with docker: docker push.\n",
+    "images.md": "# images\n\nList images with docker: docker images.\n",
+    "stop.md": "# stop\n\nStop a container with docker: docker stop.\n",
+    "start.md": "# start\n\nStart a container with docker: docker start.\n",
+    "logs.md": "# logs\n\nShow a container's logs with docker: docker logs.\n",
+}
+
+
+def test_a_query_that_is_a_page_name_finds_that_page_first(tmp_path: Path) -> None:
+    tree = tmp_path / "ref"
+    tree.mkdir()
+    for name, text in GROUP.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    kb = _kb(tmp_path)
+    try:
+        kb.learn_path(tree)
+        res = kb.search("docker network", explain=True)
+        assert res.items[0].docids == ("network.md",), [i.docids for i in res.items]
+        assert res.items[0].explain["name_boost"] == 1.5
+        assert "name_boost" not in res.items[-1].explain
+        named = kb.search("docker network rm")
+        assert named.items[0].docids == ("network_rm.md",)
+        # "docker" is in more than half of the sections: not required, so network.md,
+        # which never says it, is a strict hit. Without the name boost the subcommand
+        # pages, which also say "docker", come first.
+        searcher = kb._lexical()
+        searcher.cfg = replace(searcher.cfg, name_boost=0.0)
+        plain = searcher.search(
+            "docker network", limit=5, offset=0, filters=Filters(), content=False, explain=False
+        )
+        assert plain.items[0].docids != ("network.md",)
     finally:
         kb.close()

@@ -94,6 +94,10 @@ class Hits:
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
     @property
+    def common(self) -> list[bool]:
+        """Per clause (in query order): required in the query but made optional in strict
+        matching because it is in more than ``common_cutoff`` of the sections."""
+    @property
     def field_lens(self) -> list[tuple[int, int, int, int]]:
         """Per hit: the section's length in terms of each field (heading, body, code,
         path). Neither body nor code: a heading alone, such as a page's title section

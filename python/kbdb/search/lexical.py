@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import posixpath
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,7 @@ class Hit:
     confidence: float | None = None
     extra: dict[str, Any] | None = None
     bodiless: bool = False  # neither body nor code: a heading alone
+    name_factor: float = 1.0  # the query names the hit's page (``_name_boost``)
 
 
 class DocLinks(NamedTuple):
@@ -228,10 +230,60 @@ class LexicalSearcher:
                 all_relaxed = True
             hits.extend(extra)
             total = max(total, loose.total)
-        links = self._sibling_boost(hits)
+        links = self._name_boost(hits, parsed, strict.common)
+        links = self._sibling_boost(hits, links)
         return Ranking(hits, total, all_relaxed, links)
 
-    def _sibling_boost(self, hits: list[Hit]) -> Links:
+    def _name_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> Links:
+        """Multiply by ``1 + name_boost`` the hits of a page that the query names: every
+        word of the page's name (its docid's last path component without the extension,
+        split like text) is a query word, and every query word that strict matching
+        requires is in the name; a word it made optional as common ("docker" in the docker
+        reference) need not be. Returns the document links it read (or {})."""
+        boost = self.cfg.name_boost
+        if boost <= 0 or not hits:
+            return {}
+        words = set()
+        needed = set()
+        for (alts, required), is_common in zip(parsed.clauses, common, strict=False):
+            if required:
+                words.add(alts[0][0])
+                if not is_common:
+                    needed.add(alts[0][0])
+        if not needed:
+            return {}
+        with self.db.read() as conn:
+            links = _links(self.db, conn, [h.kbid for h in hits])
+        factor = 1.0 + boost
+        named = False
+        for h in hits:
+            dl = links.get(h.kbid)
+            if dl is None:
+                continue
+            for docid in dl.live:
+                name = self._name_terms(docid)
+                if name and name <= words and needed <= name:
+                    h.name_factor = factor
+                    h.boost *= factor
+                    h.score *= factor
+                    named = True
+                    break
+        if named:
+            hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+        return links
+
+    def _name_terms(self, docid: str) -> frozenset[str]:
+        """The analyzed words of a document's name (no identifier whole forms)."""
+        got = _NAMES.get(docid)
+        if got is None:
+            stem = posixpath.splitext(posixpath.basename(docid))[0]
+            got = frozenset(t for t, _, _, whole in self.analyzer.query_tokens(stem) if not whole)
+            if len(_NAMES) >= _NAMES_MAX:
+                _NAMES.clear()
+            _NAMES[docid] = got
+        return got
+
+    def _sibling_boost(self, hits: list[Hit], links: Links) -> Links:
         """Boost hits whose document has other candidates, and drop a bodiless hit (a
         heading alone) when another section of its document is a candidate, which then
         stands for the page; returns the candidates' document links (fetched once, in one
@@ -239,9 +291,10 @@ class LexicalSearcher:
         boost = self.cfg.sibling_boost
         bodiless = any(h.bodiless for h in hits)
         if (boost <= 0 and not bodiless) or len(hits) < 2:
-            return {}
-        with self.db.read() as conn:
-            links = _links(self.db, conn, [h.kbid for h in hits])
+            return links
+        if not links:
+            with self.db.read() as conn:
+                links = _links(self.db, conn, [h.kbid for h in hits])
         docs = [d for dl in links.values() for d in dl.live]
         if len(set(docs)) == len(docs):
             return links  # no document has two candidates: every boost is 1
@@ -257,8 +310,9 @@ class LexicalSearcher:
         for h in hits:
             dl = links.get(h.kbid)
             m = max([per_doc[d] for d in dl.live], default=1) if dl else 1
-            h.boost = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
-            h.score *= h.boost
+            factor = 1.0 + boost * min(m - 1, SIBLING_CAP) / SIBLING_CAP
+            h.boost *= factor
+            h.score *= factor
         # Strict hits stay above relaxed ones; within each tier, by boosted score.
         hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
         return links
@@ -348,6 +402,10 @@ class LexicalSearcher:
             )
         return items
 
+
+# Per docid: the analyzed words of its name (``LexicalSearcher._name_terms``).
+_NAMES: dict[str, frozenset[str]] = {}
+_NAMES_MAX = 16_384
 
 # A hit's matched clauses and the union of their fields, per ``Hit.matched``: a query's
 # hits share a few patterns, so a lookup replaces a loop over the clauses.
@@ -524,9 +582,11 @@ def _explain(h: Hit) -> dict[str, Any]:
             {"clause": c, "term": t, "field": f, "score": round(s, 6)}
             for c, t, f, s in (h.explain or [])
         ],
-        "sibling_boost": round(h.boost, 4),
+        "sibling_boost": round(h.boost / h.name_factor, 4),
         "relaxed": h.relaxed,
     }
+    if h.name_factor != 1.0:
+        out["name_boost"] = round(h.name_factor, 4)
     if h.extra:
         out.update(h.extra)
     return out

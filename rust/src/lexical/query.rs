@@ -95,6 +95,8 @@ pub struct Prepared {
     /// Per phrase: `(term index, offset ≥ 0)`.
     pub phrases: Vec<Vec<(usize, u32)>>,
     pub strict: bool,
+    /// Per clause: made optional by [`Prepared::relax_common`].
+    pub common: Vec<bool>,
     pub norms: FieldNorms,
 }
 
@@ -145,6 +147,7 @@ impl Prepared {
             clauses,
             phrases,
             strict,
+            common: vec![false; q.clauses.len()],
             norms,
         })
     }
@@ -172,9 +175,10 @@ impl Prepared {
         if !rare_required {
             return;
         }
-        for ((_, required), c) in self.clauses.iter_mut().zip(common) {
-            if c {
+        for (((_, required), c), out) in self.clauses.iter_mut().zip(common).zip(&mut self.common) {
+            if c && *required {
                 *required = false;
+                *out = true;
             }
         }
     }
@@ -629,11 +633,13 @@ mod tests {
         let mut p = prepared(&["docker", "network"], &[70, 13]);
         p.relax_common(0.5, 100);
         assert_eq!(required(&p), [false, true]);
+        assert_eq!(p.common, [true, false]);
         assert!(p.strict);
         // Every word common: nothing changes (strict still needs them all).
         let mut p = prepared(&["docker", "contain"], &[70, 60]);
         p.relax_common(0.5, 100);
         assert_eq!(required(&p), [true, true]);
+        assert_eq!(p.common, [false, false]);
         // Off, or under the cutoff: nothing changes.
         let mut p = prepared(&["docker", "network"], &[70, 13]);
         p.relax_common(0.0, 100);

@@ -41,6 +41,9 @@ pub struct Hits {
     pub explain: Option<Vec<Vec<Contribution>>>,
     /// Per clause: the most it can add to a score (see [`Prepared::clause_bounds`]).
     pub clause_bounds: Vec<Score>,
+    /// Per clause: required in the query but made optional as a common word
+    /// ([`Query::common_cutoff`]).
+    pub common: Vec<bool>,
     /// Per hit: the section's length in terms of each field (heading, body, code, path):
     /// a section with neither body nor code is a heading alone, such as a page's title
     /// section whose content sits under sub-headings.
@@ -193,6 +196,7 @@ impl Index {
         };
         let mut hits = Hits {
             clause_bounds: p.clause_bounds(),
+            common: p.common.clone(),
             ..Hits::default()
         };
         let mut masks = Vec::with_capacity(snap.segments.len());
@@ -241,6 +245,7 @@ impl Index {
         let strict = strict_tier.map(|(top, total, masks)| {
             let mut strict = Hits {
                 clause_bounds: hits.clause_bounds.clone(),
+                common: hits.common.clone(),
                 total,
                 ..Hits::default()
             };

@@ -245,6 +245,12 @@ impl PyHits {
         self.hits.total
     }
 
+    /// Per clause: required in the query but made optional as a common word.
+    #[getter]
+    fn common(&self) -> Vec<bool> {
+        self.hits.common.clone()
+    }
+
     /// Per hit: the section's length in terms of each field (heading, body, code, path).
     #[getter]
     fn field_lens(&self) -> Vec<(u32, u32, u32, u32)> {
