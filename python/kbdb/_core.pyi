@@ -94,14 +94,18 @@ class Hits:
     def total(self) -> int:
         """How many live sections matched (before ``limit``)."""
     @property
+    def in_path(self) -> list[int]:
+        """The positions of the hits in whose ``path`` field (which holds the page's file
+        name) every clause strict matching required matched (common words made optional
+        excepted)."""
+    @property
     def common(self) -> list[bool]:
         """Per clause (in query order): required in the query but made optional in strict
         matching because it is in more than ``common_cutoff`` of the sections."""
     @property
-    def field_lens(self) -> list[tuple[int, int, int, int]]:
-        """Per hit: the section's length in terms of each field (heading, body, code,
-        path). Neither body nor code: a heading alone, such as a page's title section
-        whose content sits under sub-headings."""
+    def bodiless(self) -> list[int]:
+        """The positions of the hits with neither body nor code text (a heading alone,
+        such as a page's title section whose content sits under sub-headings)."""
     @property
     def clause_bounds(self) -> list[float]:
         """Per clause (in query order): the most it can add to a score, ``max(weight ×

@@ -15,7 +15,6 @@ i.e. +10 %) and never lifts a relaxed hit above a strict one.
 
 from __future__ import annotations
 
-import itertools
 import json
 import posixpath
 import sqlite3
@@ -85,6 +84,7 @@ class Hit:
     confidence: float | None = None
     extra: dict[str, Any] | None = None
     bodiless: bool = False  # neither body nor code: a heading alone
+    in_path: bool = False  # every required clause matched in the path field
     name_factor: float = 1.0  # the query names the hit's page (``_name_boost``)
 
 
@@ -230,8 +230,12 @@ class LexicalSearcher:
                 all_relaxed = True
             hits.extend(extra)
             total = max(total, loose.total)
-        links = self._name_boost(hits, parsed, strict.common)
-        links = self._sibling_boost(hits, links)
+        # The engine lists the rare hits these steps look at: most queries skip them.
+        tiers = (strict,) if loose is None else (strict, loose)
+        links: Links = {}
+        if any(t.in_path for t in tiers):
+            links = self._name_boost(hits, parsed, strict.common)
+        links = self._sibling_boost(hits, links, any(t.bodiless for t in tiers))
         return Ranking(hits, total, all_relaxed, links)
 
     def _name_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> Links:
@@ -241,33 +245,33 @@ class LexicalSearcher:
         requires is in the name; a word it made optional as common ("docker" in the docker
         reference) need not be. Returns the document links it read (or {})."""
         boost = self.cfg.name_boost
-        if boost <= 0 or not hits:
+        # Only a hit whose path field (which holds its file's name) matched every required
+        # word can be on a page the query names: most queries stop here.
+        maybe = [h for h in hits if h.in_path]
+        if boost <= 0 or not maybe:
             return {}
-        words = set()
-        needed = set()
-        for (alts, required), is_common in zip(parsed.clauses, common, strict=False):
-            if required:
-                words.add(alts[0][0])
-                if not is_common:
-                    needed.add(alts[0][0])
+        clauses = parsed.clauses
+        words = {alts[0][0] for alts, required in clauses if required}
+        needed = {
+            alts[0][0]
+            for (alts, required), is_common in zip(clauses, common, strict=False)
+            if required and not is_common
+        }
         if not needed:
             return {}
         with self.db.read() as conn:
             links = _links(self.db, conn, [h.kbid for h in hits])
         factor = 1.0 + boost
         named = False
-        for h in hits:
+        for h in maybe:
             dl = links.get(h.kbid)
             if dl is None:
                 continue
-            for docid in dl.live:
-                name = self._name_terms(docid)
-                if name and name <= words and needed <= name:
-                    h.name_factor = factor
-                    h.boost *= factor
-                    h.score *= factor
-                    named = True
-                    break
+            if any(needed <= self._name_terms(d) <= words for d in dl.live):
+                h.name_factor = factor
+                h.boost *= factor
+                h.score *= factor
+                named = True
         if named:
             hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
         return links
@@ -283,13 +287,12 @@ class LexicalSearcher:
             _NAMES[docid] = got
         return got
 
-    def _sibling_boost(self, hits: list[Hit], links: Links) -> Links:
+    def _sibling_boost(self, hits: list[Hit], links: Links, bodiless: bool) -> Links:
         """Boost hits whose document has other candidates, and drop a bodiless hit (a
         heading alone) when another section of its document is a candidate, which then
         stands for the page; returns the candidates' document links (fetched once, in one
         query) for hydration."""
         boost = self.cfg.sibling_boost
-        bodiless = any(h.bodiless for h in hits)
         if (boost <= 0 and not bodiless) or len(hits) < 2:
             return links
         if not links:
@@ -566,14 +569,25 @@ def _hits(
     h: _core.Hits, *, relaxed: bool, bound: float, skip: set[str] | frozenset[str] = frozenset()
 ) -> list[Hit]:
     """``h`` as ``Hit``s, but those whose kbid is in ``skip``."""
-    ex = h.explain or itertools.repeat(None)
+    ex = h.explain
     # Positional (a search makes dozens of these): kbid, score, matched, relaxed, explain,
-    # boost, bound, lexical_score, confidence, extra, bodiless.
-    return [
-        Hit(k, s, m, relaxed, x, 1.0, bound, s, None, None, lens[1] == lens[2] == 0)
-        for k, s, m, x, lens in zip(h.kbids, h.scores, h.matched, ex, h.field_lens, strict=False)
-        if k not in skip
-    ]
+    # boost, bound, lexical_score.
+    if ex is None:
+        out = [
+            Hit(k, s, m, relaxed, None, 1.0, bound, s)
+            for k, s, m in zip(h.kbids, h.scores, h.matched, strict=True)
+        ]
+    else:
+        out = [
+            Hit(k, s, m, relaxed, e, 1.0, bound, s)
+            for k, s, m, e in zip(h.kbids, h.scores, h.matched, ex, strict=True)
+        ]
+    # Rare flags, given as positions: set on the few hits they concern.
+    for i in h.bodiless:
+        out[i].bodiless = True
+    for i in h.in_path:
+        out[i].in_path = True
+    return [x for x in out if x.kbid not in skip] if skip else out
 
 
 def _explain(h: Hit) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def parse_query(
     clauses: list[tuple[tuple[tuple[str, float], ...], bool]] = []
     surfaces: list[str] = []
     seen: dict[str, int] = {}
-    counts: list[int] = []
+    repeats: dict[int, int] = {}  # clause -> occurrences, for the repeated ones only
     phrases: list[tuple[tuple[str, int], ...]] = []
     for piece, is_phrase in pieces:
         tokens = analyzer.query_tokens(piece.replace('"', " "))
@@ -107,7 +107,7 @@ def parse_query(
         for i, (term, surface, _, optional) in enumerate(tokens):
             if term in seen:
                 i = seen[term]
-                counts[i] += 1
+                repeats[i] = repeats.get(i, 1) + 1
                 if not optional and not clauses[i][1]:
                     clauses[i] = (clauses[i][0], True)
                 continue
@@ -118,16 +118,14 @@ def parse_query(
                 alternatives += synonyms.alternatives(term)
             seen[term] = len(clauses)
             clauses.append((alternatives, not optional))
-            counts.append(1)
             surfaces.append(surface)
             if len(clauses) > MAX_QUERY_TERMS:
                 raise InvalidArgumentError(
                     f"query has more than {MAX_QUERY_TERMS} distinct terms",
                     hint="search with a few short keyword queries instead of a whole text",
                 )
-    for i, n in enumerate(counts):
-        if n > 1:
-            factor = query_tf_weight(n, query_tf_k3)
-            alts, required = clauses[i]
-            clauses[i] = (tuple((t, w * factor) for t, w in alts), required)
+    for i, n in repeats.items():
+        factor = query_tf_weight(n, query_tf_k3)
+        alts, required = clauses[i]
+        clauses[i] = (tuple((t, w * factor) for t, w in alts), required)
     return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces))

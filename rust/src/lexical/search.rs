@@ -15,7 +15,7 @@ use super::query::{
 };
 use super::termdict::TermInfo;
 use super::topk::{Scored, TopK};
-use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_COUNT, FIELD_NAMES};
+use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_NAMES, FIELD_PATH};
 use crate::error::Result;
 
 /// Below this many docs in the snapshot, segments are searched on the calling thread: a
@@ -44,10 +44,12 @@ pub struct Hits {
     /// Per clause: required in the query but made optional as a common word
     /// ([`Query::common_cutoff`]).
     pub common: Vec<bool>,
-    /// Per hit: the section's length in terms of each field (heading, body, code, path):
-    /// a section with neither body nor code is a heading alone, such as a page's title
-    /// section whose content sits under sub-headings.
-    pub field_lens: Vec<[u32; FIELD_COUNT]>,
+    /// The positions (in `kbids`) of the hits in whose path field, where a page's name
+    /// is, every required clause (after [`Query::common_cutoff`]) matched.
+    pub in_path: Vec<u32>,
+    /// The positions of the hits with neither body nor code: a heading alone, such as a
+    /// page's title section whose content sits under sub-headings.
+    pub bodiless: Vec<u32>,
 }
 
 impl Index {
@@ -240,8 +242,8 @@ impl Index {
             top
         };
         let ranked = top.into_sorted();
-        let n_clauses = p.clauses.len();
-        fill_ranked(&mut hits, &ranked, &masks, n_clauses, &snap.segments);
+        let required: Vec<bool> = p.clauses.iter().map(|c| c.1).collect();
+        fill_ranked(&mut hits, &ranked, &masks, &required, &snap.segments);
         let strict = strict_tier.map(|(top, total, masks)| {
             let mut strict = Hits {
                 clause_bounds: hits.clause_bounds.clone(),
@@ -253,7 +255,7 @@ impl Index {
                 &mut strict,
                 &top.into_sorted(),
                 &masks,
-                n_clauses,
+                &required,
                 &snap.segments,
             );
             strict
@@ -308,21 +310,33 @@ fn fill_ranked(
     hits: &mut Hits,
     ranked: &[Scored<HitKey>],
     masks: &[Vec<u8>],
-    n_clauses: usize,
+    required: &[bool],
     segments: &[LoadedSegment],
 ) {
+    let n_clauses = required.len();
+    let any_required = required.iter().any(|&r| r);
     for item in ranked {
         let (kbid, seg, ord, slot) = item.key;
+        let position = hits.kbids.len() as u32;
         let lens = segments
             .get(seg as usize)
             .map(|s| s.reader.field_lens(ord))
             .unwrap_or_default();
-        hits.field_lens.push(lens);
+        if lens[1] == 0 && lens[2] == 0 {
+            hits.bodiless.push(position);
+        }
         let at = slot as usize * n_clauses;
         let mask = masks
             .get(seg as usize)
             .and_then(|m| m.get(at..at + n_clauses))
             .unwrap_or_default();
+        let in_path = required
+            .iter()
+            .zip(mask)
+            .all(|(&r, &m)| !r || m & FIELD_PATH != 0);
+        if any_required && in_path {
+            hits.in_path.push(position);
+        }
         hits.kbids.push(format_kbid(&kbid));
         hits.scores.push(item.score);
         hits.matched.push(mask.to_vec());

@@ -245,20 +245,22 @@ impl PyHits {
         self.hits.total
     }
 
+    /// The positions of the hits in whose path field every required clause matched.
+    #[getter]
+    fn in_path(&self) -> Vec<u32> {
+        self.hits.in_path.clone()
+    }
+
     /// Per clause: required in the query but made optional as a common word.
     #[getter]
     fn common(&self) -> Vec<bool> {
         self.hits.common.clone()
     }
 
-    /// Per hit: the section's length in terms of each field (heading, body, code, path).
+    /// The positions of the hits with neither body nor code text.
     #[getter]
-    fn field_lens(&self) -> Vec<(u32, u32, u32, u32)> {
-        self.hits
-            .field_lens
-            .iter()
-            .map(|l| (l[0], l[1], l[2], l[3]))
-            .collect()
+    fn bodiless(&self) -> Vec<u32> {
+        self.hits.bodiless.clone()
     }
 
     #[getter]
