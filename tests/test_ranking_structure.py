@@ -100,14 +100,20 @@ REFERENCE = {
 }
 
 
-def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> None:
+def _learned_tree(tmp_path: Path, files: dict[str, str]) -> kbdb.KnowledgeBase:
+    """A knowledge base that has learned ``files`` (name -> Markdown) as a folder."""
     tree = tmp_path / "ref"
     tree.mkdir()
-    for name, text in REFERENCE.items():
+    for name, text in files.items():
         (tree / name).write_text(text, encoding="utf-8")
     kb = _kb(tmp_path)
+    kb.learn_path(tree)
+    return kb
+
+
+def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> None:
+    kb = _learned_tree(tmp_path, REFERENCE)
     try:
-        kb.learn_path(tree)
         res = kb.search("Get-Process", limit=5)
         top = res.items[0]
         assert top.docids == ("get-process.md",), [(i.heading, i.docids) for i in res.items]
@@ -255,13 +261,8 @@ GROUP = {
 
 
 def test_a_query_that_is_a_page_name_finds_that_page_first(tmp_path: Path) -> None:
-    tree = tmp_path / "ref"
-    tree.mkdir()
-    for name, text in GROUP.items():
-        (tree / name).write_text(text, encoding="utf-8")
-    kb = _kb(tmp_path)
+    kb = _learned_tree(tmp_path, GROUP)
     try:
-        kb.learn_path(tree)
         res = kb.search("docker network", explain=True)
         assert res.items[0].docids == ("network.md",), [i.docids for i in res.items]
         assert res.items[0].explain["name_boost"] == 1.5
