@@ -247,6 +247,7 @@ class KbdbEngine:
         self._analyzer = kb.kb._index.analyzer
         self._synonyms = kb.kb._get_synonyms()
         self._params = kb.kb._lexical().bm25f_params()
+        self._query_tf_k3 = kb.kb.config.search.query_tf_k3
         self.strict_then_relaxed = strict_then_relaxed
         if strict_then_relaxed:
             self.name = "kbdb engine (strict→relaxed)"
@@ -261,7 +262,7 @@ class KbdbEngine:
         return {k: tuple(v) for k, v in docids.items()}
 
     def prepare(self, query: str) -> Any:
-        return self._parse(query, self._analyzer, self._synonyms)
+        return self._parse(query, self._analyzer, self._synonyms, self._query_tf_k3)
 
     def search_prepared(self, parsed: Any, k: int) -> list[str]:
         return self.ranked_kbids(parsed, k)

@@ -88,7 +88,7 @@ class Ranker:
         rankings: dict[str, list[str]] = {}
         for qid, text in self.ds.queries:
             if relaxed_only:
-                parsed = parse_query(text, analyzer, synonyms)
+                parsed = parse_query(text, analyzer, synonyms, s.query_tf_k3)
                 kbids = (
                     list(
                         index.search(

@@ -30,8 +30,9 @@ Fusion = Literal["rrf", "linear", "adaptive"]
 Mode = Literal["lexical", "vector", "hybrid"]
 Kind = Literal["int", "float", "bool", "str", "path"]
 
-# BM25F defaults, tuned on SciFact with benches/tune_bm25.py (b = 0.9 for heading and body
-# scored best: nDCG@10 0.709 vs 0.706 at 0.75). Change them here only.
+# Ranking defaults, chosen across SciFact, Cranfield, MEDLINE and the docker CLI navigation
+# queries with benches/tune_ranking.py (docs/search.md, "Defaults, chosen across
+# collections"). Change them here only.
 DEFAULT_K1 = 1.8
 DEFAULT_B_HEADING = 0.9
 DEFAULT_B_BODY = 0.9
@@ -253,7 +254,7 @@ _DOCS = {
     "search.w_body": "BM25F weight of the body field",
     "search.w_code": "BM25F weight of the code field (fenced code blocks)",
     "search.b_path": "BM25F length normalization of the path field (0 = none, 1 = full)",
-    "search.w_path": ("BM25F weight of the path field (file name, document title, headings above)"),
+    "search.w_path": "BM25F weight of the path field (file name, document title, headings above)",
     "search.query_tf_k3": (
         "weight of a word repeated in the query: 0 counts it once, large values count each"
     ),

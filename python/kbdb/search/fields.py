@@ -81,14 +81,18 @@ def path_field(
         if heading and trail.endswith(heading):
             trail = trail[: -len(heading)]
         ancestors = [h for h in trail.split("/") if h]
-        if source_path:
-            stem = posixpath.splitext(posixpath.basename(source.replace("\\", "/")))[0]
-            if stem:
-                parts.append(stem)
+        stem = file_stem(source) if source_path else ""
+        if stem:
+            parts.append(stem)
     if doc_title and doc_title != heading and doc_title not in ancestors:
         parts.append(doc_title)
     parts.extend(ancestors)
     return " ".join(parts)
+
+
+def file_stem(path: str) -> str:
+    """A file path's last component without its extension: a page's name."""
+    return posixpath.splitext(posixpath.basename(path.replace("\\", "/")))[0]
 
 
 def body_fields(content: str, type: str, description: str | None) -> tuple[str, str]:

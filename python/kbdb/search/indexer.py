@@ -142,7 +142,7 @@ class LexicalIndex:
             if index.watermark == head:
                 return {}
             changed = q.changed_kbids(conn, index.watermark)
-            rows = q.index_rows(conn, changed)
+            rows = q.index_rows(conn, changed, place=True)
         terms: dict[str, int] = {}
         for i in range(0, max(len(changed), 1), CATCH_UP_BATCH):
             batch = changed[i : i + CATCH_UP_BATCH]
@@ -188,7 +188,7 @@ class LexicalIndex:
         with self._db.read() as conn:
             head = q.max_seq(conn)
             total = q.live_count(conn) if progress else 0
-            for batch in q.iter_live_index_rows(conn):
+            for batch in q.iter_live_index_rows(conn, place=True):
                 docs.extend(
                     (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9])))
                     for r in batch

@@ -16,7 +16,6 @@ i.e. +10 %) and never lifts a relaxed hit above a strict one.
 from __future__ import annotations
 
 import json
-import posixpath
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from typing import Any, NamedTuple
 from kbdb import _core
 from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence, verdict
-from kbdb.search.fields import body_fields
+from kbdb.search.fields import body_fields, file_stem
 from kbdb.search.query import ParsedQuery, parse_query
 from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
@@ -280,8 +279,8 @@ class LexicalSearcher:
         """The analyzed words of a document's name (no identifier whole forms)."""
         got = _NAMES.get(docid)
         if got is None:
-            stem = posixpath.splitext(posixpath.basename(docid))[0]
-            got = frozenset(t for t, _, _, whole in self.analyzer.query_tokens(stem) if not whole)
+            tokens = self.analyzer.query_tokens(file_stem(docid))
+            got = frozenset(t for t, _, _, whole in tokens if not whole)
             if len(_NAMES) >= _NAMES_MAX:
                 _NAMES.clear()
             _NAMES[docid] = got

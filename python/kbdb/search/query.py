@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from kbdb import _core
@@ -51,12 +50,10 @@ class ParsedQuery:
 def query_tf_weight(count: int, k3: float) -> float:
     """How much a clause whose term occurs ``count`` times in the query weighs:
     ``(k3 + 1) · count / (k3 + count)`` (Robertson's query-term saturation), so 1 for one
-    occurrence, ``count`` itself as ``k3`` grows without bound (Lucene's and bm25s's plain
+    occurrence, nearly ``count`` itself for a large ``k3`` (Lucene's and bm25s's plain
     count) and always 1 at ``k3 = 0`` (a repeated word counted once)."""
     if count <= 1:
         return 1.0
-    if math.isinf(k3):
-        return float(count)
     return (k3 + 1.0) * count / (k3 + count)
 
 
@@ -64,7 +61,7 @@ def parse_query(
     text: str,
     analyzer: _core.Analyzer,
     synonyms: Synonyms | None,
-    query_tf_k3: float = math.inf,
+    query_tf_k3: float,
 ) -> ParsedQuery:
     """Analyze ``text`` into clauses (one per distinct term) and phrases. A term that
     occurs several times in the query is one clause whose weights are multiplied by

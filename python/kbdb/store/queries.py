@@ -39,38 +39,48 @@ IndexRow = tuple[
     str, str, str, str, str | None, str | None, bool, str | None, str | None, str | None
 ]
 """(kbid, heading, content, type, title, description, live, source_key, document title,
-document source path): the document is the section's first live link's (or, for a retired
-section, its first link's)."""
+document source path). The last three, the section's place, are read only when asked
+for (``place=True``, the lexical index's ``path`` field; None otherwise): the document is
+the section's first live link's (or, for a retired section, its first link's)."""
 
-# The columns of an index row: the section's, then its first document's title and path.
-_INDEX_COLUMNS = (
-    "s.kbid, s.heading, s.content, s.type, s.title, s.description, s.retired_at IS NULL,"
-    " s.source_key, d.title, d.source_path"
+_SECTION_COLUMNS = (
+    "s.kbid, s.heading, s.content, s.type, s.title, s.description, s.retired_at IS NULL"
+)
+# With the section's place: its source key and its first document's title and path.
+_PLACE_COLUMNS = (
+    f"{_SECTION_COLUMNS}, s.source_key, d.title, d.source_path"
     " FROM sections s LEFT JOIN documents d ON d.docid = ("
     "SELECT ds.docid FROM document_sections ds WHERE ds.kbid = s.kbid"
     " ORDER BY ds.live DESC, ds.id LIMIT 1)"
 )
+_PLAIN_COLUMNS = f"{_SECTION_COLUMNS}, NULL, NULL, NULL FROM sections s"
 
 
 def _index_row(r: sqlite3.Row | tuple[Any, ...]) -> IndexRow:
     return (r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9])
 
 
-def index_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> list[IndexRow]:
+def index_rows(
+    conn: sqlite3.Connection, kbids: Sequence[str], *, place: bool = False
+) -> list[IndexRow]:
+    columns = _PLACE_COLUMNS if place else _PLAIN_COLUMNS
     out: list[IndexRow] = []
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
         for r in conn.execute(
-            f"SELECT {_INDEX_COLUMNS} WHERE s.kbid IN ({marks})",
+            f"SELECT {columns} WHERE s.kbid IN ({marks})",
             tuple(chunk),
         ):
             out.append(_index_row(r))
     return out
 
 
-def iter_live_index_rows(conn: sqlite3.Connection, batch: int = 5000) -> Iterator[list[IndexRow]]:
+def iter_live_index_rows(
+    conn: sqlite3.Connection, batch: int = 5000, *, place: bool = False
+) -> Iterator[list[IndexRow]]:
     """All live sections, in batches, for a full rebuild."""
-    cur = conn.execute(f"SELECT {_INDEX_COLUMNS} WHERE s.retired_at IS NULL ORDER BY s.rowid")
+    columns = _PLACE_COLUMNS if place else _PLAIN_COLUMNS
+    cur = conn.execute(f"SELECT {columns} WHERE s.retired_at IS NULL ORDER BY s.rowid")
     while True:
         rows = cur.fetchmany(batch)
         if not rows:
