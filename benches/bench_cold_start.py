@@ -226,7 +226,7 @@ from kbdb.kb import KnowledgeBase
 t1 = time.perf_counter()
 kb = KnowledgeBase.open(sys.argv[1])
 t2 = time.perf_counter()
-kb._index.core
+kb.context.index.core
 t3 = time.perf_counter()
 kb.search(sys.argv[2])
 t4 = time.perf_counter()

@@ -193,9 +193,9 @@ def build_int8(files: ModelFiles) -> tuple[dict[str, Any], ModelFiles]:
 
 def scifact_ndcg(fp32_kb: Path, int8_kb: Path, model: Path) -> dict[str, Any]:
     """SciFact nDCG@10 (vector and hybrid, test split) of the fp32 and the int8 model:
-    ``kbdb.eval.run_eval`` (what ``kbdb eval`` does), one persistent knowledge base per
+    ``kbdb.evaluation.run.run_eval`` (what ``kbdb eval`` does), one persistent knowledge base per
     model (their vectors differ), learned and embedded on first use, reused afterwards."""
-    from kbdb.eval import run_eval
+    from kbdb.evaluation.run import run_eval
 
     base = {"embedding.provider": "onnx", "embedding.model_path": str(model)}
     out: dict[str, Any] = {"fp32_kb": str(fp32_kb), "int8_kb": str(int8_kb)}

@@ -13,7 +13,7 @@ synthetic tree of 100k Markdown files, and ``learn_many`` on SciFact beside bm25
   each an H1 title, an intro and one to three H2 sections of 2-6 sentences drawn from the
   SciFact abstracts (seeded). It is written once under ``--cache`` and reused; its
   checksum (a SHA-256 over paths and contents) is in the result, with SciFact's.
-- **learn_many vs bm25s**: SciFact's 5,183 abstracts through ``kbdb.eval.learn_corpus``
+- **learn_many vs bm25s**: SciFact's 5,183 abstracts through ``kbdb.evaluation.run.learn_corpus``
   (``KnowledgeBase.learn_many``, 1,024 per batch) into a fresh knowledge base, and
   ``bm25s.tokenize`` + ``BM25.index`` on the same texts, best of ``--rounds``, same run.
 
@@ -229,8 +229,8 @@ def best_of(rounds: int, fn: Callable[[], Any]) -> float:
 
 def learn_many_vs_bm25s(rounds: int) -> dict[str, Any]:
     from kbdb import KnowledgeBase
-    from kbdb.eval import learn_corpus
     from kbdb.evaluation.beir import dataset_paths, load_beir
+    from kbdb.evaluation.run import learn_corpus
     from peers import Bm25s, NotInstalled
 
     ds = load_beir(*dataset_paths(SCIFACT))

@@ -39,8 +39,8 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from common import SCIFACT, latency_stats, print_table, ratio, write_result  # noqa: E402
-from kbdb.eval import score_rankings  # noqa: E402
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
+from kbdb.evaluation.run import score_rankings  # noqa: E402
 from peers import Bm25s, Kbdb, KbdbEngine, NotInstalled, load_peers  # noqa: E402
 
 TOP_K = 10

@@ -214,8 +214,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from kbdb import KnowledgeBase
-    from kbdb.eval import learn_corpus
     from kbdb.evaluation.beir import dataset_paths, load_beir
+    from kbdb.evaluation.run import learn_corpus
 
     paths = dataset_paths(SCIFACT)
     ds = load_beir(*paths)

@@ -312,7 +312,7 @@ class KbdbNav:
 def _kbdb_params(kb: Any) -> Any:
     """The BM25F parameters in use (a private call: "unknown" if it has moved)."""
     try:
-        return kb._lexical().bm25f_params()
+        return kb.context.searcher().bm25f_params()
     except Exception as e:  # noqa: BLE001 - metadata only
         return f"unknown ({type(e).__name__})"
 

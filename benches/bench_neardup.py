@@ -62,7 +62,7 @@ def run_size(size: int, rounds: int, seed: int) -> dict[str, Any]:
     import numpy as np
 
     import kbdb
-    from kbdb import neardup
+    from kbdb.knowledge import neardup
 
     corpus = Corpus(seed)
     rng = random.Random(seed)
@@ -92,7 +92,7 @@ def run_size(size: int, rounds: int, seed: int) -> dict[str, Any]:
             kbid = rep.sections[0].kbid
             found += bool(rep.sections[0].near_duplicates)
             t2 = time.perf_counter()
-            kb._near.find([kbid])  # the check alone: band lookup + verification
+            kb._learner().near.find([kbid])  # the check alone: band lookup + verification
             check_s.append(time.perf_counter() - t2)
         stats = kb.stats()
         kb.close()

@@ -1,7 +1,8 @@
 """BENCHMARKS.md §1: retrieval quality on SciFact (BEIR test, 300 queries).
 
-kbdb runs through ``kbdb.eval.run_eval`` (what ``kbdb eval`` does), in lexical mode with the
-default settings unless ``--set`` is given. bm25s (+PyStemmer), tantivy-py and rank-bm25 run
+kbdb runs through ``kbdb.evaluation.run.run_eval`` (what ``kbdb eval`` does), in lexical
+mode with the default settings unless ``--set`` is given. bm25s (+PyStemmer), tantivy-py
+and rank-bm25 run
 on the same documents in the same script; all systems are scored by the same metric code
 (cross-checked against pytrec_eval when it is installed).
 
@@ -18,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import SCIFACT, print_table, write_result  # noqa: E402
-from kbdb.eval import run_eval, score_rankings  # noqa: E402
 from kbdb.evaluation.beir import dataset_paths, load_beir  # noqa: E402
+from kbdb.evaluation.run import run_eval, score_rankings  # noqa: E402
 from peers import load_peers  # noqa: E402
 
 PUBLISHED = (

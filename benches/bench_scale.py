@@ -109,7 +109,7 @@ def build(root: Path, n: int, seed: int) -> dict[str, Any]:
     items = (LearnItem(text, docid=docid) for docid, text in documents(n, seed))
     kb.learn_many(items, batch=2048)
     learn_s = time.perf_counter() - t0
-    with kb._db.read() as conn:
+    with kb.context.db.read() as conn:
         kbids = [
             r[0]
             for r in conn.execute(
@@ -178,12 +178,12 @@ def learn_probes(kb: Any, kind: str, queries: list[str]) -> float:
 def measure(root: str, model: str, seed: int) -> None:
     """Runs in a fresh subprocess: open, search, learn one, retire one; prints JSON."""
     from kbdb import KnowledgeBase
-    from kbdb.eval import override_config
+    from kbdb.evaluation.run import override_config
 
     out: dict[str, Any] = {"rss_start_mb": rss_mb()}
     t0 = time.perf_counter()
     kb = KnowledgeBase.open(root)
-    kb._index.core  # noqa: B018 - the open cost includes mapping the lexical index
+    kb.context.index.core  # noqa: B018 - the open cost includes mapping the lexical index
     out["open_ms"] = (time.perf_counter() - t0) * 1000
     out["rss_open_mb"] = rss_mb()
     rng = random.Random(seed + 1)
@@ -220,7 +220,7 @@ def open_only(root: str) -> None:
 
     t0 = time.perf_counter()
     kb = KnowledgeBase.open(root)
-    kb._index.core  # noqa: B018 - the open cost includes mapping the lexical index
+    kb.context.index.core  # noqa: B018 - the open cost includes mapping the lexical index
     out = {"open_ms": (time.perf_counter() - t0) * 1000, "rss_open_mb": rss_mb()}
     kb.search("ownership borrowing", limit=10)
     out["rss_search_mb"] = rss_mb()

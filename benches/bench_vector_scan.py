@@ -28,7 +28,7 @@ L2-normalized: the anisotropy of real embeddings), queried by the embeddings of 
 SciFact test queries (100 at 1M), with a sweep over the candidate count. The embeddings
 come from the SciFact knowledge base below (cached as ``scifact-minilm.npz`` beside it).
 
-SciFact hybrid nDCG@10 with and without ``quantized_scan``: ``kbdb.eval.run_eval`` (what
+SciFact hybrid nDCG@10 with and without ``quantized_scan``: ``kbdb.evaluation.run.run_eval`` (what
 ``kbdb eval`` does) on one persistent knowledge base (``--scifact-kb``, default
 ``/tmp/kbdb-bench-cache/scifact-minilm``; learning and embedding SciFact takes ~10 min of
 CPU the first time), the model from ``--model`` (default the shared MiniLM export).
@@ -336,7 +336,7 @@ def scifact_ndcg(kb: Path, model: Path) -> dict[str, Any]:
     """nDCG@10 (hybrid and vector) on SciFact with ``quantized_scan`` off and on, on one
     persistent knowledge base (created, learned and embedded on first use)."""
     from common import SCIFACT
-    from kbdb.eval import run_eval
+    from kbdb.evaluation.run import run_eval
 
     kb.parent.mkdir(parents=True, exist_ok=True)
     base = {"embedding.provider": "onnx", "embedding.model_path": str(model)}

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 import kbdb
-from kbdb.eval import learn_corpus
 from kbdb.evaluation.beir import dataset_paths, load_beir
+from kbdb.evaluation.run import learn_corpus
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "scifact"
 
@@ -60,7 +60,7 @@ def main() -> None:
         tmp = str(args.db or tmp_dir)
         kb = kbdb.KnowledgeBase.init(tmp)
         if args.model:
-            from kbdb.eval import override_config
+            from kbdb.evaluation.run import override_config
 
             config = override_config(
                 kb.config,
@@ -69,7 +69,7 @@ def main() -> None:
             kb.close()
             kb = kbdb.KnowledgeBase.open(tmp, config=config)
         learn_corpus(kb, ds.corpus)
-        searcher = kb._lexical()
+        searcher = kb.context.searcher()
         feats, labels, cos, cos_y = [], [], [], []
         for qid, text in ds.queries:
             rel = ds.qrels.get(qid, {})
@@ -83,7 +83,7 @@ def main() -> None:
                 feats.append((min(sat, 1.0), covered / required))
                 labels.append(1.0 if any(rel.get(d, 0) > 0 for d in docids) else 0.0)
             if args.model:
-                for kbid, c in kb._vectors.search(text, limit=10, allow=None):
+                for kbid, c in kb.context.vectors.search(text, limit=10, allow=None):
                     docids = kb.recall(kbid).sections[0].docids
                     cos.append((c,))
                     cos_y.append(1.0 if any(rel.get(d, 0) > 0 for d in docids) else 0.0)

@@ -61,11 +61,11 @@ def main() -> int:
         kbdb.index(ds.corpus)
         kb = kbdb.kb
         kb.search("warm up")
-        searcher = kb._lexical()
+        searcher = kb.context.searcher()
         want = max(lexical.CANDIDATES, lexical.SIBLING_WINDOW * PAGE)
         params = {"limit": want, "allow": None, "explain": False, **searcher.bm25f_params()}
         index = searcher.index
-        conn = kb._db.conn()
+        conn = kb.context.db.conn()
         parsed = [searcher.parse(q) for q in queries]
         candidates: list[list[str]] = []
         for p in parsed:
@@ -85,7 +85,7 @@ def main() -> int:
             jobs.append((page_jobs, [[alt for alt, _ in alts] for alts, _ in p.clauses]))
         n = len(queries)
         snippets = searcher.analyzer.snippets
-        db = kb._db
+        db = kb.context.db
 
         def cached(cands: list[str], page: list[str]) -> None:
             # What a repeated search does instead of the two statements above.
@@ -96,7 +96,7 @@ def main() -> int:
         for c, page in zip(candidates, pages, strict=True):
             cached(c, page)  # fill the cache
         parts: list[tuple[str, Callable[[], Any]]] = [
-            ("index refresh check", lambda: [kb._index.refresh() for _ in parsed]),
+            ("index refresh check", lambda: [kb.context.index.refresh() for _ in parsed]),
             ("query parsing", lambda: [searcher.parse(q) for q in queries]),
             (
                 f"Rust strict pass, top {want}",

@@ -206,7 +206,7 @@ class Kbdb:
         self.sections = 0
 
     def index(self, docs: Sequence[BeirDoc]) -> None:
-        from kbdb.eval import learn_corpus
+        from kbdb.evaluation.run import learn_corpus
 
         self._known = {d.id for d in docs}
         _, self.sections = learn_corpus(self.kb, docs)
@@ -215,7 +215,7 @@ class Kbdb:
         return query
 
     def search_prepared(self, prepared: str, k: int) -> list[str]:
-        from kbdb.eval import to_beir_ids
+        from kbdb.evaluation.run import to_beir_ids
 
         res = self.kb.search(prepared, limit=k)
         return to_beir_ids((it.docids for it in res.items), self._known)
@@ -243,10 +243,10 @@ class KbdbEngine:
 
         self._kb = kb
         self._parse = parse_query
-        self._index = kb.kb._index.core
-        self._analyzer = kb.kb._index.analyzer
-        self._synonyms = kb.kb._get_synonyms()
-        self._params = kb.kb._lexical().bm25f_params()
+        self._index = kb.kb.context.index.core
+        self._analyzer = kb.kb.context.index.analyzer
+        self._synonyms = kb.kb.context.synonyms()
+        self._params = kb.kb.context.searcher().bm25f_params()
         self._query_tf_k3 = kb.kb.config.search.query_tf_k3
         self.strict_then_relaxed = strict_then_relaxed
         if strict_then_relaxed:
@@ -256,7 +256,7 @@ class KbdbEngine:
     def _kbid_docids(self) -> dict[str, tuple[str, ...]]:
         from kbdb.store import queries as q
 
-        with self._kb.kb._db.read() as conn:
+        with self._kb.kb.context.db.read() as conn:
             kbids = [r[0] for batch in q.iter_live_index_rows(conn) for r in batch]
             docids = q.docids_of(conn, kbids)
         return {k: tuple(v) for k, v in docids.items()}
@@ -286,7 +286,7 @@ class KbdbEngine:
         return hits
 
     def search(self, query: str, k: int) -> list[str]:
-        from kbdb.eval import to_beir_ids
+        from kbdb.evaluation.run import to_beir_ids
 
         kbids = self.ranked_kbids(self.prepare(query), k)
         return to_beir_ids((self._docids.get(h, ()) for h in kbids), self._kb._known)

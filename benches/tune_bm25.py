@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import SCIFACT, print_table, write_result  # noqa: E402
 from kbdb.config import Config  # noqa: E402
-from kbdb.eval import (  # noqa: E402
+from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
+from kbdb.evaluation.run import (  # noqa: E402
     RECALL_K,
     learn_corpus,
     override_config,
     score_rankings,
     to_beir_ids,
 )
-from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
 
 K1 = (0.6, 0.8, 0.9, 1.0, 1.2, 1.5, 1.8, 2.0)
 B = (0.3, 0.4, 0.5, 0.6, 0.75, 0.9)
@@ -64,7 +64,7 @@ class Ranker:
 
         missing = [k for k in kbids if k not in self._docids]
         if missing:
-            with self.kb._db.read() as conn:
+            with self.kb.context.db.read() as conn:
                 for k, v in q.docids_of(conn, missing).items():
                     self._docids[k] = tuple(v)
         return [self._docids.get(k, ()) for k in kbids]
@@ -74,8 +74,8 @@ class Ranker:
         from kbdb.search.query import parse_query
         from kbdb.search.synonyms import Synonyms, load_groups
 
-        index = self.kb._index.core
-        analyzer = self.kb._index.analyzer
+        index = self.kb.context.index.core
+        analyzer = self.kb.context.index.analyzer
         synonyms = (
             Synonyms(load_groups(self.kb.path), analyzer.terms) if cfg.search.synonyms else None
         )
@@ -99,7 +99,7 @@ class Ranker:
                     else []
                 )
             else:
-                searcher = LexicalSearcher(index, self.kb._db, analyzer, synonyms, s)
+                searcher = LexicalSearcher(index, self.kb.context.db, analyzer, synonyms, s)
                 ranking = searcher.rank(
                     searcher.parse(text),
                     want=RECALL_K,

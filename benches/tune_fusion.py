@@ -48,9 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, SHARED, print_table, write_result  # noqa: E402
 from kbdb.config import SearchConfig, load_config  # noqa: E402
-from kbdb.eval import NDCG_K, learn_corpus, override_config, to_beir_ids  # noqa: E402
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
 from kbdb.evaluation.metrics import ndcg_at_k  # noqa: E402
+from kbdb.evaluation.run import NDCG_K, learn_corpus, override_config, to_beir_ids  # noqa: E402
 from kbdb.search import fusion  # noqa: E402
 from kbdb.search.confidence import confidence  # noqa: E402
 from kbdb.search.hybrid import (  # noqa: E402
@@ -137,9 +137,9 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
         if kb.stats().vector_index_stale:
             kb.rebuild(lexical=False)
         print(f"{name}: learned and embedded in {time.perf_counter() - t0:.1f} s", flush=True)
-        kb._index.refresh()
-        kb._refresh_vectors()
-        lexical = kb._lexical()
+        kb.context.index.refresh()
+        kb.context.refresh_vectors()
+        lexical = kb.context.searcher()
         out = []
         for qid, text in ds.queries:
             if qid not in ds.qrels:
@@ -153,7 +153,7 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
                 explain=False,
             )
             hits = ranking.hits[:FUSION_CANDIDATES]
-            vec = list(kb._vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
+            vec = list(kb.context.vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
             conf = max(
                 (
                     confidence(h.score / h.boost, h.bound, min(coverage(h.matched, parsed), 1.0))
@@ -171,7 +171,7 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
                 )
             )
         kbids = {k for x in out for k, _ in x.lexical + x.vector}
-        with kb._db.read() as conn:
+        with kb.context.db.read() as conn:
             docids = {k: tuple(v) for k, v in q.docids_of(conn, list(kbids)).items()}
         search = config_to_dict(kb.config)["search"]
     finally:

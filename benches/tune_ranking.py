@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tune_bm25  # noqa: E402
 from common import ROOT, SHARED, print_table, write_result  # noqa: E402
 from kbdb.config import Config, SearchConfig  # noqa: E402
-from kbdb.eval import RECALL_K, score_rankings, to_beir_ids  # noqa: E402
 from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
+from kbdb.evaluation.run import RECALL_K, score_rankings, to_beir_ids  # noqa: E402
 
 # The ranking defaults before query term frequency and the path field.
 BEFORE: dict[str, Any] = {
@@ -58,10 +58,10 @@ class Ranker(tune_bm25.Ranker):
         from kbdb.search.lexical import LexicalSearcher
         from kbdb.search.synonyms import Synonyms, load_groups
 
-        index = self.kb._index.core
-        analyzer = self.kb._index.analyzer
+        index = self.kb.context.index.core
+        analyzer = self.kb.context.index.analyzer
         synonyms = Synonyms(load_groups(self.kb.path), analyzer.terms) if search.synonyms else None
-        searcher = LexicalSearcher(index, self.kb._db, analyzer, synonyms, search)
+        searcher = LexicalSearcher(index, self.kb.context.db, analyzer, synonyms, search)
         out: dict[str, list[str]] = {}
         for qid, text in self.ds.queries:
             ranking = searcher.rank(
@@ -92,9 +92,11 @@ class NavRanker(Ranker):
         from kbdb.search.lexical import LexicalSearcher
         from kbdb.search.synonyms import Synonyms, load_groups
 
-        analyzer = self.kb._index.analyzer
+        analyzer = self.kb.context.index.analyzer
         synonyms = Synonyms(load_groups(self.kb.path), analyzer.terms) if search.synonyms else None
-        searcher = LexicalSearcher(self.kb._index.core, self.kb._db, analyzer, synonyms, search)
+        searcher = LexicalSearcher(
+            self.kb.context.index.core, self.kb.context.db, analyzer, synonyms, search
+        )
         tallies: dict[str, Tally] = {}
         for q in self.queries:
             ranking = searcher.rank(

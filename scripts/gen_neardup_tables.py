@@ -1,8 +1,8 @@
 """Generate ``rust/src/neardup/tables.rs``: the MinHash seeds and the ``\\w`` ranges that the
 Rust near-duplicate signer needs to match the original Python implementation bit for bit.
 
-- The seeds are numpy's ``default_rng(SEED)`` draws, as ``kbdb.neardup`` made them (the band
-  keys already stored in knowledge bases depend on them).
+- The seeds are numpy's ``default_rng(SEED)`` draws, as ``kbdb.knowledge.neardup`` made them
+  (the band keys already stored in knowledge bases depend on them).
 - The word ranges are the code points that Python's ``re`` matches with ``\\w`` (letters,
   numbers and ``_``: general categories L* and N*), from this interpreter's Unicode
   database.
@@ -25,7 +25,7 @@ import unicodedata
 import numpy as np
 
 sys.path.insert(0, "python")
-from kbdb.neardup import BANDS, PARAMS, PERMS, ROWS, SEED  # noqa: E402
+from kbdb.knowledge.neardup import BANDS, PARAMS, PERMS, ROWS, SEED  # noqa: E402
 
 
 def word_ranges() -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from kbdb.neardup import BANDS, PERMS, ROWS, SEED, SHINGLE
+from kbdb.knowledge.neardup import BANDS, PERMS, ROWS, SEED, SHINGLE
 
 U64 = npt.NDArray[np.uint64]
 _TOKEN = re.compile(r"\w+")
@@ -106,7 +106,8 @@ def band_keys(sh: U64) -> U64:
 
 
 def batch_band_keys(texts: Sequence[str]) -> list[bytes | None]:
-    """As ``kbdb.neardup.batch_band_keys``: little-endian uint64 bytes, None: no tokens."""
+    """As ``kbdb.knowledge.neardup.batch_band_keys``: little-endian uint64 bytes, None: no
+    tokens."""
     out: list[bytes | None] = []
     for text in texts:
         sh = shingles(text)

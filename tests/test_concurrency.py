@@ -116,7 +116,7 @@ def test_reader_survives_another_process_shrinking_the_database(
     ]
     kb.learn_many(items)
     kb.learn("# Keeper\n\nthe okapi stays", docid="keeper")
-    conn = kb._db.conn()
+    conn = kb.context.db.conn()
     options = {r[0] for r in conn.execute("PRAGMA compile_options")}
     if "MAX_MMAP_SIZE=0" in options:
         pytest.skip("this SQLite is built without memory-mapped I/O")
@@ -148,10 +148,10 @@ def test_index_refresh_refuses_to_run_inside_a_read_snapshot(kb: kbdb.KnowledgeB
     # published since; a catch-up would then rebuild the index back to that head. Searches
     # refresh before they open their snapshot.
     kb.learn("# One\n\nthe okapi", docid="one")
-    with kb._db.read():
-        kb._db.conn().execute("SELECT 1 FROM sections").fetchall()
+    with kb.context.db.read():
+        kb.context.db.conn().execute("SELECT 1 FROM sections").fetchall()
         with pytest.raises(RuntimeError, match="inside a database transaction"):
-            kb._index.refresh()
+            kb.context.index.refresh()
     assert kb.search("okapi").total == 1
 
 
@@ -162,7 +162,7 @@ def test_a_search_skips_the_refresh_only_while_nothing_has_committed(
     # while the database is at the version where this thread last found the index in step
     # with it; a commit by another connection (process or thread), a write of its own or a
     # new connection sends it through the refresh again, and it sees the change.
-    from kbdb.search.indexer import LexicalIndex
+    from kbdb.index.lexical import LexicalIndex
 
     refreshes = []
     original = LexicalIndex.refresh
@@ -198,7 +198,7 @@ def test_a_search_skips_the_refresh_only_while_nothing_has_committed(
     assert kb.search("okapi").total == 4
     assert len(refreshes) == 3
 
-    kb._db.close()  # a new connection agrees afresh
+    kb.context.db.close()  # a new connection agrees afresh
     assert kb.search("okapi").total == 4
     assert len(refreshes) == 4
     assert kb.search("okapi").total == 4
@@ -211,11 +211,11 @@ def test_an_index_published_without_a_commit_is_picked_up(
     # A lexical rebuild in another process (the repair of a damaged index) publishes a new
     # manifest without committing to the database: the manifest's stat shows it, and the
     # next search refreshes and loads it.
-    from kbdb.search.indexer import LexicalIndex
+    from kbdb.index.lexical import LexicalIndex
 
     kb.learn("# One\n\nthe okapi", docid="one")
     assert kb.search("okapi").total == 1
-    generation = kb._index.core.generation
+    generation = kb.context.index.core.generation
     refreshes = []
     original = LexicalIndex.refresh
     monkeypatch.setattr(
@@ -227,11 +227,11 @@ def test_an_index_published_without_a_commit_is_picked_up(
         """
         import sys, kbdb
         kb = kbdb.KnowledgeBase.open(sys.argv[1])
-        with kb._lock.hold():
-            kb._index.rebuild()
+        with kb.context.lock.hold():
+            kb.context.index.rebuild()
         """
     )
     subprocess.run([sys.executable, "-c", script, str(kb.path)], check=True, env=_env())
     assert kb.search("okapi").total == 1
     assert refreshes == [1]
-    assert kb._index.core.generation > generation
+    assert kb.context.index.core.generation > generation

@@ -11,7 +11,7 @@ from tests.conftest import write
 
 import kbdb
 from kbdb.errors import InvalidArgumentError, UnsupportedTypeError
-from kbdb.search.vectors import embedding_text
+from kbdb.index.vectors import embedding_text
 
 # A real 1x1 PNG.
 PNG = bytes.fromhex(

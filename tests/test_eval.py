@@ -1,4 +1,4 @@
-"""kbdb.eval and kbdb.evaluation: metrics against hand-computed values, the BEIR loader, and
+"""kbdb.evaluation (run, metrics, beir): metrics against hand-computed values, the BEIR loader, and
 run_eval end to end on a tiny dataset."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from kbdb.config import Config
 from kbdb.errors import ConfigInvalidError, InvalidArgumentError
-from kbdb.eval import override_config, run_eval, score_rankings, to_beir_ids
 from kbdb.evaluation import load_beir, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from kbdb.evaluation.metrics import dcg
+from kbdb.evaluation.run import override_config, run_eval, score_rankings, to_beir_ids
 
 LOG2_3 = math.log2(3)  # the discount at rank 2
 

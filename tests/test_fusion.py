@@ -11,7 +11,7 @@ from tests.test_hybrid import FACTS, _onnx_kb
 
 import kbdb
 from kbdb.config import SearchConfig
-from kbdb.eval import override_config
+from kbdb.evaluation.run import override_config
 from kbdb.search.fusion import (
     VECTOR_FLOOR,
     AdaptiveParams,
@@ -149,7 +149,7 @@ def test_adaptive_order_on_hand_built_lists() -> None:
 
 def test_signals_from_a_real_lexical_ranking(kb: kbdb.KnowledgeBase) -> None:
     kb.learn_many(kbdb.LearnItem(text, docid=name) for name, text in FACTS.items())
-    lexical = kb._lexical()
+    lexical = kb.context.searcher()
 
     def signals(query: str) -> tuple[Signals, list[bool]]:
         parsed = lexical.parse(query)

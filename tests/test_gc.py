@@ -11,7 +11,7 @@ from tests.test_check import GUIDE, kbid_of, sql
 
 import kbdb
 from kbdb.errors import InvalidArgumentError, NotFoundError
-from kbdb.search.vectors import embedding_text, text_sha
+from kbdb.index.vectors import embedding_text, text_sha
 
 
 def dump(kb: kbdb.KnowledgeBase) -> list[str]:
@@ -191,7 +191,7 @@ def test_gc_drops_vectors_of_removed_sections(tmp_path: Path) -> None:
         dry = kb.gc(dry_run=True)
         real = kb.gc()
         assert comparable(real) == comparable(dry)
-        vindex = kb._vectors.index()
+        vindex = kb.context.vectors.index()
         assert vindex is not None and lonely not in vindex.kbids()
         assert vindex.side_count == 0 and vindex.count == 3
         assert kb.search("nobody links", mode="vector").items[0].kbid != lonely

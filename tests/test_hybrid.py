@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import record_batches, write
 
 import kbdb
+import kbdb.learn.learner
 from kbdb.config import set_value
 
 FACTS = {
@@ -161,7 +162,7 @@ def test_learn_with_a_provider_cuts_smaller_batches(
     files of two sections), not at ``BATCH_SECTIONS``; every section is still embedded."""
     import kbdb.learn
 
-    monkeypatch.setattr(kbdb.learn, "BATCH_SECTIONS_EMBEDDED", 4)
+    monkeypatch.setattr(kbdb.learn.learner, "BATCH_SECTIONS_EMBEDDED", 4)
     seen = record_batches(monkeypatch)
     for i in range(5):
         text = f"# Otter {i}\n\nriver {i}\n\n## Den {i}\n\nbank {i}\n"

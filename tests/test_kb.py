@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import record_batches, write
 
 import kbdb
+import kbdb.learn.learner
 from kbdb.errors import (
     EmbeddingProviderNotConfiguredError,
     InvalidArgumentError,
@@ -339,7 +340,7 @@ def test_learn_path_batches_by_files_sections_and_characters(
     import kbdb.learn
 
     if cap is not None:
-        monkeypatch.setattr(kbdb.learn, cap, value)
+        monkeypatch.setattr(kbdb.learn.learner, cap, value)
     seen = record_batches(monkeypatch)
     for i in range(12):
         body = f"otter {i} " * 12
@@ -364,19 +365,19 @@ def test_an_older_database_gets_the_covering_links_index_on_its_first_write(
     # Made before store/schema.py's UPGRADES: document links indexed by kbid alone.
     kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
     kb.learn(ADR, docid="adr")
-    conn = kb._db.conn()
+    conn = kb.context.db.conn()
     conn.execute("DROP INDEX document_sections_links")
     conn.execute("CREATE INDEX document_sections_kbid ON document_sections(kbid)")
     kb.close()
 
     def indexes(kb: kbdb.KnowledgeBase) -> set[str]:
-        rows = kb._db.conn().execute(
+        rows = kb.context.db.conn().execute(
             "SELECT name FROM sqlite_master WHERE tbl_name = 'document_sections' AND type = 'index'"
         )
         return {r[0] for r in rows}
 
     def links_plan(kb: kbdb.KnowledgeBase) -> str:
-        rows = kb._db.conn().execute(
+        rows = kb.context.db.conn().execute(
             "EXPLAIN QUERY PLAN SELECT kbid, docid, live FROM document_sections"
             " WHERE kbid IN (?, ?)",
             ("a", "b"),

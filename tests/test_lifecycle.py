@@ -17,7 +17,7 @@ from kbdb import _core
 from kbdb.config import set_value
 from kbdb.errors import InvalidArgumentError, NotFoundError
 from kbdb.ingest.section import RawSection, build_sections
-from kbdb.lifecycle import heading_tree
+from kbdb.knowledge.lifecycle import heading_tree
 from kbdb.types import OutlineNode
 
 GUIDE = (

@@ -15,7 +15,7 @@ import pytest
 from tests import neardup_reference as ref
 
 import kbdb
-from kbdb import neardup
+from kbdb.knowledge import neardup
 from kbdb.store import signatures as sig
 
 # The shared corpora beside the checkout, else the workplace copy (as .ci/run finds the model).
@@ -393,11 +393,11 @@ def test_one_scan_for_many_sections_equals_one_scan_each(onnx_kb: kbdb.Knowledge
             docid="b",
         )
         kbids = [s.kbid for s in report.sections]
-        vectors = kb._vectors
+        vectors = kb.context.vectors
         index = vectors.index()
         assert index is not None
-        got = neardup.vector_near_duplicates(kb._db, vectors, kbids, 0.5)
-        with kb._db.read() as conn:
+        got = neardup.vector_near_duplicates(kb.context.db, vectors, kbids, 0.5)
+        with kb.context.db.read() as conn:
             vecs = neardup.cached_vectors(conn, vectors, q.index_rows(conn, kbids))
         want: dict[str, dict[str, float]] = {}
         for k in kbids:

@@ -17,7 +17,8 @@ from tests import neardup_reference as ref
 from tests.test_neardup import CORPORA
 
 import kbdb
-from kbdb import _core, neardup
+from kbdb import _core
+from kbdb.knowledge import neardup
 from kbdb.store import signatures as sig
 
 SCIFACT = CORPORA.parent / "datasets" / "scifact" / "corpus.jsonl"

@@ -116,7 +116,7 @@ def test_quantized_results_equal_exact_on_a_real_model_corpus(root: Path) -> Non
     assert not _q8(root).exists()
     kb = _open(root, quantized=True)
     got = _vector_hits(kb)  # the first search builds vectors.q8 (option turned on)
-    index = kb._vectors.index()
+    index = kb.context.vectors.index()
     assert index is not None and index.quantized_ready and _q8(root).exists()
     assert index.q8_status() == "current"
     assert got == exact
@@ -128,7 +128,7 @@ def test_candidates_recall_on_real_embeddings(root: Path) -> None:
     vectors, and identical results with the default count."""
     kb = _open(root, quantized=True)
     kb.search("warm up", mode="vector")
-    vecs = kb._vectors.provider.embed(QUERIES)
+    vecs = kb.context.vectors.provider.embed(QUERIES)
     kb.close()
     index = VectorIndex.open(str(root / ".kbdb" / "indexes"), quantized_scan=True)
     assert index.quantized_ready
@@ -153,7 +153,7 @@ def test_side_files_tombstones_and_filters_behave_the_same(root: Path) -> None:
     )
     first = kb.search("list files", mode="vector", limit=20).items
     kb.forget(*[h.kbid for h in first[:5]])
-    index = kb._vectors.index()
+    index = kb.context.vectors.index()
     assert index is not None and index.side_count > 0 and index.quantized_ready
     filters: list[dict[str, object]] = [{}, {"tags": ["osx"]}, {"tags": ["linux"]}]
     got = [_vector_hits(kb, **f) for f in filters]
@@ -183,7 +183,7 @@ def test_damaged_q8_is_index_corrupt_and_rebuild_repairs_it(root: Path) -> None:
     kb.rebuild()
     assert kb.check().ok
     assert kb.search("show disk usage", mode="vector").items
-    index = kb._vectors.index()
+    index = kb.context.vectors.index()
     assert index is not None and index.q8_status() == "current"
     kb.close()
 

@@ -125,7 +125,7 @@ def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> No
         # Without the path field (nor the name boost: the file is get-process.md) only the
         # bodiless title section names the page, and it gives way to its siblings, none of
         # which says "Get-Process": the page falls.
-        searcher = kb._lexical()
+        searcher = kb.context.searcher()
         searcher.cfg = replace(searcher.cfg, w_path=0.0, name_boost=0.0)
         flat = searcher.search(
             "Get-Process", limit=5, offset=0, filters=Filters(), content=False, explain=False
@@ -227,7 +227,7 @@ def test_a_word_in_most_sections_is_not_required_for_a_strict_match(tmp_path: Pa
         assert [i.kbid for i in res.items[:2]] == [widget, mixed]
         assert not res.relaxed and not res.items[0].relaxed
         # With every query word required, the page without "acme" falls to the relaxed tier.
-        searcher = kb._lexical()
+        searcher = kb.context.searcher()
         searcher.cfg = replace(searcher.cfg, common_cutoff=0.0)
         strict_all = searcher.search(
             "acme widget", limit=5, offset=0, filters=Filters(), content=False, explain=False
@@ -272,7 +272,7 @@ def test_a_query_that_is_a_page_name_finds_that_page_first(tmp_path: Path) -> No
         # "docker" is in more than half of the sections: not required, so network.md,
         # which never says it, is a strict hit. Without the name boost the subcommand
         # pages, which also say "docker", come first.
-        searcher = kb._lexical()
+        searcher = kb.context.searcher()
         searcher.cfg = replace(searcher.cfg, name_boost=0.0)
         plain = searcher.search(
             "docker network", limit=5, offset=0, filters=Filters(), content=False, explain=False

@@ -19,7 +19,7 @@ SHARED = "# Okapi\n\nthe okapi lives in the forest"
 
 def _statements(kb: kbdb.KnowledgeBase) -> list[str]:
     seen: list[str] = []
-    kb._db.conn().set_trace_callback(seen.append)
+    kb.context.db.conn().set_trace_callback(seen.append)
     return seen
 
 
@@ -79,7 +79,7 @@ def test_another_thread_and_another_process_are_seen(kb: kbdb.KnowledgeBase) -> 
 
 def test_the_cache_serves_read_snapshots_only(kb: kbdb.KnowledgeBase) -> None:
     kb.learn(SHARED, docid="one")
-    db = kb._db
+    db = kb.context.db
     assert db.cache() is None  # autocommit: no snapshot to check against
     with db.write():
         assert db.cache() is None  # uncommitted changes must not be kept
@@ -96,14 +96,14 @@ def test_the_cache_serves_read_snapshots_only(kb: kbdb.KnowledgeBase) -> None:
 
 def test_a_read_snapshot_is_entered_once(kb: kbdb.KnowledgeBase) -> None:
     kb.learn(SHARED, docid="one")
-    snapshot = kb._db.read()
+    snapshot = kb.context.db.read()
     with snapshot as conn:
         with pytest.raises(RuntimeError, match="entered only once"), snapshot:
             pass
         # The outer snapshot is still open, and closes cleanly.
         assert conn.in_transaction
     assert not conn.in_transaction
-    with kb._db.read() as again:  # a new one each time
+    with kb.context.db.read() as again:  # a new one each time
         assert again.in_transaction
 
 

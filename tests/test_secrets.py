@@ -1,4 +1,4 @@
-"""The ``possible_secret`` patterns (kbdb.secrets): each kind found, ordinary text not."""
+"""The ``possible_secret`` patterns (kbdb.learn.secrets): each kind found, ordinary text not."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import kbdb
 from kbdb.ingest import compute_kbid
-from kbdb.secrets import POSSIBLE_SECRET, find_secrets, shannon_entropy
+from kbdb.learn.secrets import POSSIBLE_SECRET, find_secrets, shannon_entropy
 
 # Built from parts so that this file does not itself look like it leaks credentials.
 AWS = "AKIA" + "Q3EGRTZ7XK2LPM4N"

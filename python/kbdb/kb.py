@@ -1,42 +1,33 @@
 """``KnowledgeBase``: the one facade that the CLI, the MCP server and the Python API call.
 
-A knowledge base is a ``.kbdb/`` folder: ``kb.sqlite`` (the truth), ``worker.toml`` (the
-configuration) and ``indexes/`` (derived, rebuildable).
+Every public method is here with its signature and docstring, and delegates to a service
+of a room (``search``, ``learn``, ``knowledge``, ``maintenance``) that works on the
+knowledge base's ``Context``. A search needs only the ``Searcher``; the other services, and
+their modules, are made on first use, so a cold ``kbdb search`` never loads them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeVar
 
-# Only what opening a knowledge base and a lexical search need is imported here: a cold
-# `kbdb search` pays for every module loaded at import (benches/bench_cold_start.py).
-# Learning, near-duplicates, the lifecycle, contradictions, skills, fusion and maintenance
-# are imported by the methods that use them.
-from kbdb.config import Config, default_config_text, load_config
-from kbdb.errors import (
-    EmbeddingProviderNotConfiguredError,
-    InvalidArgumentError,
-    KbLockedError,
-    KbNotFoundError,
-)
-from kbdb.search.indexer import LexicalIndex
-from kbdb.search.lexical import NO_FILTERS, Filters, LexicalSearcher
-from kbdb.search.synonyms import Synonyms, load_groups
-from kbdb.search.vectors import VectorStore
-from kbdb.store import DB_NAME, Database, WriteLock
-from kbdb.store import queries as q
-from kbdb.types import SearchMode, SearchResult
+from kbdb.args import check_tags
+from kbdb.config import Config
+from kbdb.context import Context, create, resolve
+from kbdb.errors import InvalidArgumentError
+from kbdb.search.searcher import Searcher
+from kbdb.types import SearchResult
 
 if TYPE_CHECKING:
+    from kbdb.knowledge.contradictions import Contradictions
+    from kbdb.knowledge.lifecycle import Lifecycle
+    from kbdb.knowledge.skills import Skills
     from kbdb.learn import Learner, LearnItem, LearnProgress, ProgressFn
-    from kbdb.lifecycle import Lifecycle
-    from kbdb.neardup import NearDuplicateFinder
+    from kbdb.maintenance.service import Maintenance
     from kbdb.types import (
         CheckReport,
         ContradictionsResult,
@@ -59,14 +50,9 @@ if TYPE_CHECKING:
         TagList,
     )
 
-KBDB_DIR = ".kbdb"
-CONFIG_NAME = "worker.toml"
-INDEX_DIR = "indexes"
-LOCK_NAME = "write.lock"
-MAX_LIMIT = 100
-_SEARCH_MODES = get_args(SearchMode)
+__all__ = ["KnowledgeBase", "LearnItem", "LearnProgress", "resolve"]
 
-__all__ = ["KnowledgeBase", "LearnItem", "LearnProgress"]
+_S = TypeVar("_S")
 
 
 def __getattr__(name: str) -> Any:
@@ -79,100 +65,67 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kbdb.kb' has no attribute {name!r}")
 
 
-def _lock_timeout() -> float:
-    raw = os.environ.get("KBDB_LOCK_TIMEOUT")
-    try:
-        return float(raw) if raw else 30.0
-    except ValueError:
-        raise InvalidArgumentError(
-            f"KBDB_LOCK_TIMEOUT must be a number of seconds (got {raw!r})"
-        ) from None
-
-
-def resolve(path: str | os.PathLike[str] | None) -> Path:
-    """Find the ``.kbdb`` folder: ``path`` (the folder or its parent), else ``KBDB_DB``,
-    else the nearest ``.kbdb`` walking up from the current directory."""
-    if path is None and os.environ.get("KBDB_DB"):
-        path = os.environ["KBDB_DB"]
-    if path is not None:
-        p = Path(path).expanduser()
-        for candidate in (p, p / KBDB_DIR):
-            if (candidate / DB_NAME).is_file():
-                return candidate.resolve()
-        raise KbNotFoundError(f"no knowledge base at {p}", hint="run 'kbdb init'")
-    here = Path.cwd().resolve()
-    for d in (here, *here.parents):
-        if (d / KBDB_DIR / DB_NAME).is_file():
-            return d / KBDB_DIR
-    raise KbNotFoundError(
-        f"no knowledge base in {here} or any parent folder", hint="run 'kbdb init'"
-    )
-
-
 class KnowledgeBase:
     """A knowledge base on disk. Safe to use from several threads and processes."""
 
     def __init__(self, kbdir: Path, *, config: Config | None = None) -> None:
-        self.path = kbdir
-        self.config: Config = config if config is not None else load_config(kbdir / CONFIG_NAME)
-        self._db = Database(kbdir / DB_NAME)
-        self._lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
-        self._index = LexicalIndex(kbdir / INDEX_DIR, self._db, self._lock)
-        self._vectors = VectorStore(kbdir / INDEX_DIR, self._db, self.config.embedding, kbdir)
-        # Made on first use (``_near``, ``_learner``): a search never needs them.
-        self._near_finder: NearDuplicateFinder | None = None
-        self._learner_obj: Learner | None = None
-        self._lazy_lock = threading.Lock()
-        self._synonyms: Synonyms | None = None
-        self._synonyms_lock = threading.Lock()
+        self.context = Context(kbdir, config)
+        """The open resources (database, lock, indexes, configuration) the services share."""
+        self._searcher = Searcher(self.context)
+        self._services: dict[str, Any] = {}
+        self._services_lock = threading.RLock()  # a service may need another to be made
 
     @property
-    def _near(self) -> NearDuplicateFinder:
-        if self._near_finder is None:
-            from kbdb.neardup import NearDuplicateFinder
-
-            with self._lazy_lock:
-                if self._near_finder is None:
-                    self._near_finder = NearDuplicateFinder(
-                        self._db,
-                        self._vectors,
-                        jaccard=self.config.learn.near_duplicate_jaccard,
-                        cosine=self.config.learn.near_duplicate_cosine,
-                    )
-        return self._near_finder
+    def path(self) -> Path:
+        """The ``.kbdb`` folder."""
+        return self.context.path
 
     @property
+    def config(self) -> Config:
+        return self.context.config
+
+    def _service(self, name: str, make: Callable[[], _S]) -> _S:
+        """The service ``name``, made by ``make`` on first use and kept."""
+        service = self._services.get(name)
+        if service is None:
+            with self._services_lock:
+                service = self._services.get(name)
+                if service is None:
+                    service = self._services[name] = make()
+        return service
+
     def _learner(self) -> Learner:
-        if self._learner_obj is None:
-            from kbdb.learn import Learner
+        from kbdb.learn import Learner
 
-            near = self._near
-            with self._lazy_lock:
-                if self._learner_obj is None:
-                    self._learner_obj = Learner(
-                        self._db, self._lock, self._index, self._vectors, near
-                    )
-        return self._learner_obj
+        return self._service("learn", lambda: Learner(self.context))
+
+    def _lifecycle(self) -> Lifecycle:
+        from kbdb.knowledge.lifecycle import Lifecycle
+
+        return self._service("lifecycle", lambda: Lifecycle(self.context))
+
+    def _skills(self) -> Skills:
+        from kbdb.knowledge.skills import Skills
+
+        return self._service("skills", lambda: Skills(self.context, self._learner()))
+
+    def _contradictions(self) -> Contradictions:
+        from kbdb.knowledge.contradictions import Contradictions
+
+        return self._service("contradictions", lambda: Contradictions(self.context))
+
+    def _maintenance(self) -> Maintenance:
+        from kbdb.maintenance.service import Maintenance
+
+        return self._service("maintenance", lambda: Maintenance(self.context))
 
     # -- lifecycle ---------------------------------------------------------------------
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] = ".") -> KnowledgeBase:
         """Create ``PATH/.kbdb`` (or open it when it exists) and return it."""
-        root = Path(path).expanduser()
-        kbdir = root if root.name == KBDB_DIR else root / KBDB_DIR
-        kbdir.mkdir(parents=True, exist_ok=True)
-        config = kbdir / CONFIG_NAME
-        if not config.exists():
-            config.write_text(default_config_text(), encoding="utf-8")
-        gitignore = kbdir / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text(f"{INDEX_DIR}/\n{LOCK_NAME}\n", encoding="utf-8")
-        lock = WriteLock(kbdir / LOCK_NAME, timeout=_lock_timeout())
-        with lock.hold():
-            Database(kbdir / DB_NAME, create=True).close()
-        kb = cls(kbdir.resolve())
-        kb._index.core  # noqa: B018 - creates the empty index now
+        kb = cls(create(path))
+        kb.context.index.core  # noqa: B018 - creates the empty index now
         return kb
 
     @classmethod
@@ -184,8 +137,7 @@ class KnowledgeBase:
         return cls(resolve(path), config=config)
 
     def close(self) -> None:
-        self._index.close()
-        self._db.close()
+        self.context.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self
@@ -211,11 +163,10 @@ class KnowledgeBase:
         large tree does not hold one report per section."""
         if not paths:
             raise InvalidArgumentError("learn_path needs at least one path")
-        return self._learner.learn_paths(
+        return self._learner().learn_paths(
             [Path(p) for p in paths],
-            tags=_tags(tags),
+            tags=check_tags(tags),
             docid=docid,
-            max_file_bytes=self.config.learn.max_file_bytes,
             progress=progress,
             notable_only=notable_only,
         )
@@ -234,7 +185,6 @@ class KnowledgeBase:
     ) -> LearnReport:
         """Learn a block of content. Without ``docid`` the document id is derived from the
         title (or the first words). ``replace`` supersedes sections by source key."""
-        from kbdb._kb import learning
         from kbdb.learn import LearnItem
 
         item = LearnItem(
@@ -247,15 +197,13 @@ class KnowledgeBase:
             replace=replace,
             section_type=section_type,
         )
-        return learning.learn_one(self, item)
+        return self._learner().learn(item)
 
     def learn_many(self, items: Iterable[LearnItem], *, batch: int = 1024) -> LearnReport:
         """Learn many blocks of content: ``batch`` documents per transaction and per index
         commit, which is far faster than one ``learn`` call each. Each item follows the
         rules of ``learn``; a bad item raises before its batch is stored."""
-        from kbdb._kb import learning
-
-        return learning.learn_many(self, items, batch)
+        return self._learner().learn_many(items, batch)
 
     # -- search and read ---------------------------------------------------------------
 
@@ -279,115 +227,26 @@ class KnowledgeBase:
         search runs lexical and says so: ``search_mode`` is the configured mode and
         ``retrieval_method`` is ``lexical``. A mode named here without a provider fails
         with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
-        if mode is None:
-            mode = self.config.search.default_mode
-            if mode != self.config.effective_default_mode:
-                result = self.search(
-                    query,
-                    mode="lexical",
-                    limit=limit,
-                    offset=offset,
-                    tags=tags,
-                    docid=docid,
-                    type=type,
-                    section_type=section_type,
-                    content=content,
-                    explain=explain,
-                )
-                return dataclasses.replace(result, search_mode=mode)
-        if mode not in _SEARCH_MODES:
-            raise InvalidArgumentError(
-                f"mode must be one of lexical, vector, hybrid (got {mode!r})"
-            )
-        limit = self.config.search.default_limit if limit is None else limit
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidArgumentError(
-                f"limit must be an integer in 1..{MAX_LIMIT} (got {limit!r})"
-            )
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
-        if not isinstance(query, str):
-            raise InvalidArgumentError("query must be a string")
-        try:
-            if not query.isascii():
-                query.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidArgumentError(
-                f"query is not valid Unicode (lone surrogate at character {e.start})",
-                hint="send the query as UTF-8 text",
-            ) from None
-        filters = (
-            Filters(tuple(tags) if tags else None, docid, type, section_type)
-            if tags or docid is not None or type is not None or section_type is not None
-            else NO_FILTERS
-        )
-        if mode != "lexical" and not self._vectors.enabled:
-            raise EmbeddingProviderNotConfiguredError(
-                "Vector search requires a configured embedding provider",
-                hint="set [embedding] provider in worker.toml, e.g. "
-                "'kbdb config set embedding.provider onnx'",
-            )
-
-        def search_lexical(lexical: LexicalSearcher) -> SearchResult:
-            return lexical.search(
-                query,
-                limit=limit,
-                offset=offset,
-                filters=filters,
-                content=content,
-                explain=explain,
-            )
-
-        if mode == "lexical" and not self._db.conn().in_transaction:
-            # One read snapshot for the whole search, when it shows that no other connection
-            # has committed since this thread last found the index in step with the
-            # database: then neither has moved (``LexicalIndex.current``).
-            with self._db.read():
-                if self._index.current():
-                    return search_lexical(self._lexical())
-        # Outside any read snapshot: a catch-up must see the database's current head, not
-        # one older than an index another writer has just published.
-        self._index.refresh()
-        lexical = self._lexical()
-        stale = mode != "lexical" and self._vectors.stale()
-        if mode == "lexical" or stale:
-            result = search_lexical(lexical)
-            if not stale:
-                return result
-            # The seed's fallback: a stale vector index is never used; say so.
-            return dataclasses.replace(
-                result, search_mode=cast(SearchMode, mode), vector_index_stale=True
-            )
-        from kbdb.search.hybrid import search_fused
-
-        self._refresh_vectors()
-        s = self.config.search
-        return search_fused(
-            lexical,
-            self._vectors,
+        return self._searcher.search(
             query,
-            mode=cast(Literal["vector", "hybrid"], mode),
+            mode=mode,
             limit=limit,
             offset=offset,
-            filters=filters,
+            tags=tags,
+            docid=docid,
+            type=type,
+            section_type=section_type,
             content=content,
             explain=explain,
-            rrf_k=self.config.embedding.rrf_k,
-            fusion=s.fusion,
-            linear_weight=s.linear_weight,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
         """Full sections by kbid, or a document's sections in order. Unknown → NOT_FOUND."""
-        from kbdb._kb import reading
-
-        return reading.recall(self, kbids, docid)
+        return self._lifecycle().recall(kbids, docid)
 
     def stats(self) -> Stats:
         """Counts, sizes, the analyzer, the provider, and the index generation."""
-        from kbdb._kb import reading
-
-        return reading.stats(self)
+        return self._maintenance().stats()
 
     def rebuild(
         self,
@@ -401,9 +260,7 @@ class KnowledgeBase:
         files; the old index keeps serving readers until the new one is published.
         Embeddings are reused from the cache unless ``reembed``. ``progress(done, total)``
         follows the sections read for the lexical index, then those embedded."""
-        from kbdb._kb import maintenance
-
-        return maintenance.rebuild(self, lexical, vectors, reembed, progress)
+        return self._maintenance().rebuild(lexical, vectors, reembed, progress)
 
     # -- correct and navigate: revise, history, forget, documents, outline, tags, related --
 
@@ -425,7 +282,7 @@ class KnowledgeBase:
             content,
             title=title,
             description=description,
-            tags=None if tags is None else _tags(tags),
+            tags=None if tags is None else check_tags(tags),
             section_type=section_type,
         )
 
@@ -442,7 +299,7 @@ class KnowledgeBase:
         self, *, tags: Sequence[str] | None = None, limit: int = 50, offset: int = 0
     ) -> DocumentList:
         """Documents with live sections, by docid; ``tags``: the document has all of them."""
-        return self._lifecycle().documents(_tags(tags or ()), limit, offset)
+        return self._lifecycle().documents(check_tags(tags or ()), limit, offset)
 
     def outline(self, docid: str) -> Outline:
         """A document's heading tree (live sections)."""
@@ -457,19 +314,6 @@ class KnowledgeBase:
         vector when the vector index is fresh, else by a lexical search."""
         return self._lifecycle().related(kbid, limit)
 
-    def _lifecycle(self) -> Lifecycle:
-        from kbdb.lifecycle import Lifecycle
-
-        return Lifecycle(
-            self._db,
-            self._lock,
-            self._index,
-            self._vectors,
-            self._lexical,
-            self._refresh_vectors,
-            self.config.learn.max_file_bytes,
-        )
-
     # -- contradictions and skills -------------------------------------------------------
 
     def contradictions(
@@ -483,38 +327,30 @@ class KnowledgeBase:
         are not near-duplicates (SPEC §8.5): by embedding cosine when the vector index is
         current, else by shingle Jaccard. ``threshold`` is the lowest similarity of a pair
         (default 0.75 cosine, 0.5 Jaccard) and must stay below the near-duplicate one."""
-        from kbdb._kb import knowledge
-
-        return knowledge.contradictions(self, threshold, limit, tags)
+        return self._contradictions().find(threshold, limit, tags)
 
     def skill_learn(
         self, name: str, description: str, content: str, *, tags: Sequence[str] = ()
     ) -> SkillLearnResult:
         """Create the skill ``name`` (kebab-case), or replace it keeping its history: the
         old version is superseded and stays readable by kbid and in ``history``."""
-        from kbdb._kb import knowledge
-
-        return knowledge.skill_learn(self, name, description, content, _tags(tags))
+        return self._skills().learn(name, description, content, check_tags(tags))
 
     def skill_learn_path(self, path: str | os.PathLike[str]) -> SkillLearnResult:
         """Learn a skill from a folder holding ``SKILL.md``, or from the file itself: its
         YAML front matter gives name (else the folder's name), description and tags."""
-        from kbdb import skills
+        from kbdb.knowledge.skills import read_skill_file
 
-        name, description, content, tags = skills.read_skill_file(Path(path).expanduser())
+        name, description, content, tags = read_skill_file(Path(path).expanduser())
         return self.skill_learn(name, description, content, tags=tags)
 
     def skill_list(self) -> SkillList:
         """Every live skill, by name."""
-        from kbdb._kb import knowledge
-
-        return knowledge.skill_list(self)
+        return self._skills().list()
 
     def skill_get(self, name: str) -> Skill:
         """The skill ``name`` in full; NOT_FOUND when there is none."""
-        from kbdb._kb import knowledge
-
-        return knowledge.skill_get(self, name)
+        return self._skills().get(name)
 
     # -- maintenance: check, gc, export, import ------------------------------------------
 
@@ -522,9 +358,7 @@ class KnowledgeBase:
         """Verify the database against its own rules and the index files against their
         checksums (SPEC §8.1). Read-only; streams, calling ``progress(done, total)`` as
         sections are checked. ``ok`` is false when any error is found."""
-        from kbdb._kb import maintenance
-
-        return maintenance.check(self, progress)
+        return self._maintenance().check(progress)
 
     def gc(
         self,
@@ -538,9 +372,7 @@ class KnowledgeBase:
         Retired sections stay (they are history) unless ``prune_retired``, which removes
         those retired more than ``older_than_days`` ago (all of them without it).
         ``dry_run`` reports the same plan and changes nothing."""
-        from kbdb._kb import maintenance
-
-        return maintenance.gc(self, dry_run, prune_retired, older_than_days)
+        return self._maintenance().gc(dry_run, prune_retired, older_than_days)
 
     def export(
         self,
@@ -551,9 +383,7 @@ class KnowledgeBase:
         """Write a snapshot folder (SPEC §8.4, format in docs/maintenance.md): one Markdown
         file per section with TOML front matter, one file per document, a catalog, and no
         indexes. Refuses a non-empty folder that is not an earlier export."""
-        from kbdb.maintenance.transfer import export
-
-        return export(self._db, path, progress=progress)
+        return self._maintenance().export(path, progress)
 
     def import_snapshot(
         self, path: str | os.PathLike[str], *, merge: bool | None = None
@@ -563,11 +393,9 @@ class KnowledgeBase:
         and merges into a non-empty one; False refuses a non-empty one; True merges. A
         section whose kbid is already stored is kept as stored; documents gain the
         snapshot's entries and tags. The indexes catch up as after a learn."""
-        from kbdb._kb import maintenance
+        return self._maintenance().import_snapshot(path, merge)
 
-        return maintenance.import_snapshot(self, path, merge)
-
-    # -- internals -----------------------------------------------------------------------
+    # -- embedding ---------------------------------------------------------------------
 
     def load_embedding_model(
         self, *, progress: Callable[[str, int, int | None], None] | None = None
@@ -575,49 +403,4 @@ class KnowledgeBase:
         """Resolve and load the embedding model now rather than at the first embedding:
         with ``provider = "onnx"`` a first use downloads it, calling ``progress`` with
         (file name, bytes so far, total bytes or None). Does nothing for other providers."""
-        self._vectors.load_model(progress)
-
-    def _refresh_vectors(self) -> None:
-        """Catch the vector index up when another process's learn left it behind (the
-        writer lock is free), as the lexical index does."""
-        index = self._vectors.index()
-        if index is None:
-            return
-        with self._db.read() as conn:
-            head = q.max_seq(conn)
-        if index.watermark >= head and not self._vectors.quantized_pending():
-            return
-        try:
-            with self._lock.hold(timeout=0):
-                self._vectors.catch_up()
-        except KbLockedError:
-            pass
-
-    def _lexical(self) -> LexicalSearcher:
-        return LexicalSearcher(
-            self._index.core,
-            self._db,
-            self._index.analyzer,
-            self._get_synonyms(),
-            self.config.search,
-        )
-
-    def _get_synonyms(self) -> Synonyms | None:
-        if not self.config.search.synonyms:
-            return None
-        if self._synonyms is None:
-            with self._synonyms_lock:
-                if self._synonyms is None:
-                    self._synonyms = Synonyms(load_groups(self.path), self._index.analyzer.terms)
-        return self._synonyms
-
-
-def _tags(tags: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(tags, str):
-        raise InvalidArgumentError("tags must be a list of strings, not one string")
-    out = []
-    for t in tags:
-        if not isinstance(t, str) or not t.strip():
-            raise InvalidArgumentError(f"tags must be non-empty strings (got {t!r})")
-        out.append(t.strip())
-    return tuple(dict.fromkeys(out))
+        self.context.vectors.load_model(progress)

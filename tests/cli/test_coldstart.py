@@ -16,19 +16,23 @@ from tests.cli.conftest import cli_env, python_c
 HEAVY = ("onnxruntime", "mcp", "httpx", "numpy", "tokenizers")
 # kbdb modules a lexical search must not import: learning, near-duplicates, the lifecycle,
 # contradictions, skills, fusion, maintenance, the embedding providers, the result classes
-# of other commands (kbdb._types), and every command module but search.
+# of other commands (the lazy modules of kbdb.types), and every command module but search.
 NOT_FOR_SEARCH = (
     "kbdb.learn",
     "kbdb.ingest",
-    "kbdb.neardup",
-    "kbdb.lifecycle",
-    "kbdb.contradictions",
-    "kbdb.skills",
+    "kbdb.knowledge.neardup",
+    "kbdb.knowledge.lifecycle",
+    "kbdb.knowledge.contradictions",
+    "kbdb.knowledge.skills",
     "kbdb.search.hybrid",
     "kbdb.maintenance",
     "kbdb.embedding",
     "kbdb.store.documents",
-    "kbdb._types",
+    "kbdb.types.read",
+    "kbdb.types.learn",
+    "kbdb.types.lifecycle",
+    "kbdb.types.knowledge",
+    "kbdb.types.maintenance",
     "kbdb.cli.commands.learn",
     "kbdb.cli.commands.maintain",
     "kbdb.cli.commands.mcp",
@@ -113,7 +117,7 @@ def test_lazy_names_still_import() -> None:
         "from kbdb.types import LearnReport, CheckReport, Skill, TagList, Section, CheckCode\n"
         "from kbdb.store import NewSection, apply_document\n"
         "from kbdb.kb import LearnItem, LearnProgress\n"
-        "assert kbdb.LearnItem is LearnItem and LearnReport.__module__ == 'kbdb._types.learn'\n"
+        "assert kbdb.LearnItem is LearnItem and LearnReport.__module__ == 'kbdb.types.learn'\n"
         "names = set(kbdb.types.__all__)\n"
         "missing = [n for n in names if getattr(kbdb.types, n, None) is None]\n"
         "assert not missing, missing\n"

@@ -236,7 +236,7 @@ def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
     # What the CLI does before a learn, search or rebuild that will embed: download under
     # its own progress bar, not in the middle of the learn bar.
     import kbdb
-    from kbdb.eval import override_config as override
+    from kbdb.evaluation.run import override_config as override
 
     server, _ = serve_model_repo(loopback, model_dir, monkeypatch, pin_served=True)
     kb = kbdb.KnowledgeBase.init(tmp_path / "kb")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdb import KnowledgeBase
-from kbdb.eval import override_config
+from kbdb.evaluation.run import override_config
 
 
 class Journal:

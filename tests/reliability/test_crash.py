@@ -33,7 +33,7 @@ import pytest
 from tests.reliability.crash_driver import replay
 
 from kbdb import KnowledgeBase
-from kbdb.eval import override_config
+from kbdb.evaluation.run import override_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -94,12 +94,12 @@ def verify(root: Path, journal: Path, *, model: Path | None) -> dict[str, int]:
     try:
         report = kb.check()
         assert report.ok, [e.to_dict() for e in report.errors]
-        conn = kb._db.conn()
+        conn = kb.context.db.conn()
         counts = {"live": 0, "gone": 0, "either": 0}
         for word, state in sorted(words.items()):
             counts[state] += 1
             hits = {item.kbid for item in kb.search(word, limit=100).items}
-            with kb._db.read():
+            with kb.context.db.read():
                 in_db = {
                     r[0]
                     for r in conn.execute(
@@ -112,7 +112,7 @@ def verify(root: Path, journal: Path, *, model: Path | None) -> dict[str, int]:
                 assert hits, f"acknowledged {word} is lost"
             elif state == "gone":
                 assert not hits, f"{word} was revised away or forgotten, yet found"
-        if model is not None and kb._vectors.index() is None:
+        if model is not None and kb.context.vectors.index() is None:
             # The crash hit the vector index's creation: vector search must say it is stale
             # and answer lexically, until the next write builds the index.
             res = kb.search("probe", mode="vector", limit=1)
@@ -134,9 +134,9 @@ def vectors_match_database(kb: KnowledgeBase) -> None:
     """The vector index, caught up by a search, holds exactly the live sections."""
     res = kb.search("probe", mode="vector", limit=1)
     assert not res.vector_index_stale
-    index = kb._vectors.index()
+    index = kb.context.vectors.index()
     assert index is not None
-    with kb._db.read() as conn:
+    with kb.context.db.read() as conn:
         live = {r[0] for r in conn.execute("SELECT kbid FROM sections WHERE retired_at IS NULL")}
     assert set(index.kbids()) == live
 

@@ -144,7 +144,7 @@ def provider_configured(ctx: click.Context | None = None) -> bool:
     output must work anywhere, with or without a knowledge base."""
     try:
         from kbdb.config import load_config
-        from kbdb.kb import CONFIG_NAME, resolve
+        from kbdb.context import CONFIG_NAME, resolve
 
         db = state(ctx).db if ctx is not None else None
         path = resolve(db) / CONFIG_NAME

@@ -2,8 +2,8 @@
 
 Importing rich's console and table and drawing one costs more than the search itself on a
 cold start (DESIGN.md §5: a lexical ``kbdb search`` must not load rich's heavy parts;
-docs/benchmarks.md, cold start). This module draws the same table as rich's ``Table``
-with ``box.SIMPLE_HEAD``, no outer edge, one space of padding, a blank line between rows
+benches/bench_cold_start.py). This module draws the same table as rich's ``Table`` with
+``box.SIMPLE_HEAD``, no outer edge, one space of padding, a blank line between rows
 and the flexible column taking the remaining width: word wrap as rich does it, wide (CJK)
 characters as two cells, and ANSI styles only when colour is on.
 ``tests/cli/test_table.py`` checks it against rich, character for character.

@@ -1,6 +1,6 @@
 """Retrieval evaluation on BEIR-format datasets (SPEC §15): the data loader and the metrics.
 
-The entry point is :func:`kbdb.eval.run_eval`; this package holds its parts.
+The entry point is :func:`kbdb.evaluation.run.run_eval`; this package holds its parts.
 """
 
 from kbdb.evaluation.beir import BeirDataset, load_beir, sha256_file

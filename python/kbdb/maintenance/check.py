@@ -26,7 +26,8 @@ from kbdb import _core
 from kbdb.errors import IndexCorruptError, IndexFormatError, KbdbError
 from kbdb.ingest.kbid import compute_kbid
 from kbdb.store import Database
-from kbdb.store import maintenance as sm
+from kbdb.store import check as sql
+from kbdb.store import queries as q
 from kbdb.types import CheckIssue, CheckReport
 
 MAX_PER_CODE = 1_000
@@ -95,18 +96,18 @@ def run_check(
     f = _Findings()
     checked: dict[str, int] = {}
     with db.read() as conn:
-        total = sm.count(conn, "sections")
+        total = q.count(conn, "sections")
         checked["sections"] = _scan_sections(conn, f, total, progress)
-        checked["documents"] = sm.count(conn, "documents")
-        checked["document_entries"] = sm.count(conn, "document_sections")
+        checked["documents"] = q.count(conn, "documents")
+        checked["document_entries"] = q.count(conn, "document_sections")
         _references(conn, f)
         _cycles(conn, f, "parent", "parents")
         _cycles(conn, f, "superseded_by", "supersession")
-        for kbid in sm.iter_orphan_sections(conn):
+        for kbid in sql.iter_orphan_sections(conn):
             f.add("orphan_section", "section is in no document and in no history chain", kbid=kbid)
-        for docid in sm.iter_orphan_documents(conn):
+        for docid in sql.iter_orphan_documents(conn):
             f.add("orphan_document", "document has no sections left", docid=docid)
-        for key, kbids in sm.iter_divergent(conn):
+        for key, kbids in sql.iter_divergent(conn):
             for kbid in kbids:
                 others = ", ".join(k for k in kbids if k != kbid)
                 f.add(
@@ -115,8 +116,8 @@ def run_check(
                     f" (also {others})",
                     kbid=kbid,
                 )
-        head = sm.max_seq(conn)
-        live = sm.live_count(conn)
+        head = q.max_seq(conn)
+        live = q.live_count(conn)
     checked["index_files"] = _check_lexical(index_dir, f, head, live)
     checked["vector_files"] = _check_vectors(
         index_dir, f, head, live, vector_model, quantized_scan=quantized_scan
@@ -139,7 +140,7 @@ def _scan_sections(
     conn: sqlite3.Connection, f: _Findings, total: int, progress: ProgressFn | None
 ) -> int:
     done = 0
-    for rows in sm.iter_sections_raw(conn):
+    for rows in sql.iter_sections_raw(conn):
         for row in rows:
             _check_row(row, f)
         done += len(rows)
@@ -152,7 +153,7 @@ def _check_row(row: tuple[object, ...], f: _Findings) -> None:
     _rowid, level_type, *raw = row
     values: dict[str, str | None] = {}
     label = repr(raw[0])
-    for name, value in zip(sm.CHECK_COLUMNS, raw, strict=True):
+    for name, value in zip(sql.CHECK_COLUMNS, raw, strict=True):
         if name == "level":
             continue
         try:
@@ -164,7 +165,7 @@ def _check_row(row: tuple[object, ...], f: _Findings) -> None:
     if not KBID_RE.fullmatch(kbid):
         f.add("type_mismatch", f"kbid {kbid!r} is not 32 lower-case hex characters", kbid=kbid)
         return
-    level = raw[sm.CHECK_COLUMNS.index("level")]
+    level = raw[sql.CHECK_COLUMNS.index("level")]
     if level_type != "integer" or not isinstance(level, int) or not 0 <= level <= 6:
         f.add("type_mismatch", f"level {level!r} is not an integer 0-6", kbid=kbid)
     for name in ("heading", "content", "type", "section_type", "created_at"):
@@ -199,9 +200,9 @@ def _check_row(row: tuple[object, ...], f: _Findings) -> None:
 
 def _references(conn: sqlite3.Connection, f: _Findings) -> None:
     for column in ("parent", "superseded_by"):
-        for kbid, target in sm.iter_dangling(conn, column):
+        for kbid, target in sql.iter_dangling(conn, column):
             f.add("broken_reference", f"{column} {target} names no section", kbid=kbid)
-    for what, docid, kbid in sm.iter_dangling_links(conn):
+    for what, docid, kbid in sql.iter_dangling_links(conn):
         detail = {
             "section": f"document entry points to missing section {kbid}",
             "document": f"document entry of section {kbid} belongs to no document",
@@ -213,10 +214,10 @@ def _references(conn: sqlite3.Connection, f: _Findings) -> None:
 
 def _cycles(conn: sqlite3.Connection, f: _Findings, column: str, name: str) -> None:
     """Cycles in one reference graph; each section on a cycle is reported once."""
-    size = sm.max_rowid(conn) + 1
+    size = sql.max_rowid(conn) + 1
     target = array("q", [-1]) * size
     any_edge = False
-    for edges in sm.iter_edges(conn, column):
+    for edges in sql.iter_edges(conn, column):
         any_edge = True
         for src, dst in edges:
             target[src] = dst
@@ -238,7 +239,7 @@ def _cycles(conn: sqlite3.Connection, f: _Findings, column: str, name: str) -> N
         for n in path:
             state[n] = 2
     if on_cycles:
-        names = sm.kbids_of_rowids(conn, on_cycles)
+        names = sql.kbids_of_rowids(conn, on_cycles)
         for rowid in sorted(on_cycles, key=lambda r: names.get(r, "")):
             f.add(
                 "circular_reference",

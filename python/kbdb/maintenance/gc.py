@@ -24,11 +24,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from kbdb import failpoints
+from kbdb.index.lexical import LexicalIndex
+from kbdb.index.vectors import VectorStore, embedding_text, text_sha
 from kbdb.maintenance.check import segment_totals, vector_dead
-from kbdb.search.indexer import LexicalIndex
-from kbdb.search.vectors import VectorStore, embedding_text, text_sha
 from kbdb.store import DB_NAME, Database, WriteLock
-from kbdb.store import maintenance as sm
+from kbdb.store import gc as sql
+from kbdb.store import queries as q
 from kbdb.types import GcReport
 
 
@@ -52,16 +53,16 @@ def cutoff(older_than_days: float | None, now: datetime | None = None) -> str:
 
 
 def _plan(conn: sqlite3.Connection, prune_before: str | None, model: str | None) -> _Plan:
-    sm.plan_removal(conn, prune_before=prune_before)
-    kbids, docids, live = sm.planned(conn)
+    sql.plan_removal(conn, prune_before=prune_before)
+    kbids, docids, live = sql.planned(conn)
     cache = 0
-    if sm.has_embeddings(conn):
-        for rows in sm.iter_embedding_inputs(conn, excluding_plan=True):
+    if sql.has_embeddings(conn):
+        for rows in sql.iter_embedding_inputs(conn, excluding_plan=True):
             texts = (embedding_text(*r) for r in rows)
-            sm.stage_shas(conn, (text_sha(t) for t in texts if t is not None))
-        sm.stage_shas(conn, ())
-        cache = sm.unreferenced_embeddings(conn, delete=False)
-    return _Plan(kbids, docids, live, sm.planned_links(conn), cache, sm.planned_bytes(conn))
+            sql.stage_shas(conn, (text_sha(t) for t in texts if t is not None))
+        sql.stage_shas(conn, ())
+        cache = sql.unreferenced_embeddings(conn, delete=False)
+    return _Plan(kbids, docids, live, sql.planned_links(conn), cache, sql.planned_bytes(conn))
 
 
 def _disk_bytes(kbdir: Path, index_dir: Path) -> int:
@@ -81,7 +82,7 @@ def _vector_strays(vectors: VectorStore, db: Database, extra: list[str]) -> list
         return []
     stored = index.kbids()
     with db.read() as conn:
-        live = sm.live_of(conn, stored)
+        live = q.live_of(conn, stored)
     going = set(extra)
     return sorted(k for k in stored if k not in live or k in going)
 
@@ -118,7 +119,7 @@ def run_gc(
         )
         if dry_run:
             with db.read():
-                sm.drop_plan(conn)
+                sql.drop_plan(conn)
             return GcReport(
                 dry_run=True,
                 sections_removed=len(plan.kbids),
@@ -132,13 +133,12 @@ def run_gc(
             )
         before = _disk_bytes(kbdir, index_dir)
         with db.write() as wconn:
-            links = sm.carry_out(wconn)
-            cache = sm.unreferenced_embeddings(wconn, delete=True) if plan.cache else 0
-            sm.drop_plan(wconn)
+            links = sql.carry_out(wconn)
+            cache = sql.unreferenced_embeddings(wconn, delete=True) if plan.cache else 0
+            sql.drop_plan(wconn)
         failpoints.hit("gc.after_db_commit")
         _compact(lexical, vectors, db)
-        conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        sql.vacuum(conn)
         after = _disk_bytes(kbdir, index_dir)
     return GcReport(
         dry_run=False,

@@ -24,7 +24,8 @@ from pathlib import Path
 from kbdb.errors import InvalidArgumentError
 from kbdb.maintenance import snapshot as snap
 from kbdb.store import Database
-from kbdb.store import maintenance as sm
+from kbdb.store import queries as q
+from kbdb.store import transfer as sql
 from kbdb.types import ExportReport, ImportReport
 
 ProgressFn = Callable[[int, int], None]
@@ -122,7 +123,7 @@ def export(
     started = time.perf_counter()
     root = Path(path).expanduser().absolute()
     with db.read() as conn:
-        bad = sm.bad_kbids(conn)
+        bad = sql.bad_kbids(conn)
         if bad:
             raise InvalidArgumentError(
                 f"section kbid {bad[0]!r} is not 32 lower-case hex characters; "
@@ -132,9 +133,9 @@ def export(
         earlier = _prepare_target(root)
         old = _stale_files(root) if earlier else []
         w = _Writer(root, fresh=not earlier)
-        total = sm.count(conn, "sections")
+        total = q.count(conn, "sections")
         n_sections = 0
-        for rows in sm.iter_export_sections(conn):
+        for rows in sql.iter_export_sections(conn):
             for r in rows:
                 s = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
                 s["tags"] = s["tags"].split("\x1f") if s["tags"] else []
@@ -161,10 +162,10 @@ def export(
 
 def _export_documents(conn: sqlite3.Connection, w: _Writer) -> list[str]:
     docids: list[str] = []
-    for r in sm.iter_export_documents(conn):
+    for r in sql.iter_export_documents(conn):
         d = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
-        d["tags"] = sm.document_tags(conn, d["docid"])
-        entries = sm.document_links(conn, d["docid"])
+        d["tags"] = sql.document_tags(conn, d["docid"])
+        entries = sql.document_links(conn, d["docid"])
         w.write((snap.DOCUMENTS, snap.document_file(d["docid"])), snap.encode_document(d, entries))
         docids.append(d["docid"])
     return docids
@@ -227,7 +228,7 @@ def restore(
 ) -> tuple[int, int, int]:
     """Store a validated snapshot inside the caller's write transaction. Returns (sections
     imported, documents imported, sections skipped because their kbid was stored)."""
-    if merge is False and not sm.is_empty(conn):
+    if merge is False and not sql.is_empty(conn):
         raise InvalidArgumentError(
             "the knowledge base is not empty and merging was not asked for",
             hint="import into a new knowledge base, or merge (kbdb import --merge)",
@@ -235,14 +236,14 @@ def restore(
     imported = skipped = docs = 0
     for f in sec_files:
         s = snap.parse_section(f)
-        if sm.insert_section(conn, s):
+        if sql.insert_section(conn, s):
             imported += 1
         else:
             skipped += 1
-        sm.add_section_tags(conn, s["kbid"], s["tags"])
+        sql.add_section_tags(conn, s["kbid"], s["tags"])
     for f in doc_files:
         d, entries = snap.parse_document(f)
-        docs += sm.import_document(conn, d, entries)
+        docs += sql.import_document(conn, d, entries)
     return imported, docs, skipped
 
 

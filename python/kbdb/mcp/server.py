@@ -73,7 +73,7 @@ class KbHost:
         self.path = path
         self.config: Config | None
         try:
-            # kbdb.kb.CONFIG_NAME: that module loads the engine, which waits for a client.
+            # kbdb.context.CONFIG_NAME: that module loads the engine, which waits for a client.
             self.config = load_config(path / "worker.toml")
         except ConfigInvalidError:
             self.config = None

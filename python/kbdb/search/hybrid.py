@@ -17,6 +17,7 @@ import math
 from typing import Literal
 
 from kbdb.config import SearchConfig
+from kbdb.index.vectors import VectorStore
 from kbdb.search.confidence import confidence as lexical_confidence
 from kbdb.search.confidence import verdict
 from kbdb.search.fusion import (
@@ -30,7 +31,6 @@ from kbdb.search.fusion import (
 )
 from kbdb.search.lexical import Filters, Hit, LexicalSearcher
 from kbdb.search.query import ParsedQuery
-from kbdb.search.vectors import VectorStore
 from kbdb.types import SearchResult, build
 
 FUSION_CANDIDATES = 100

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -443,21 +443,6 @@ class _Row(NamedTuple):
     # when the two are the same
 
 
-# One query per page: the section columns hydration shows, and its tags as a JSON array
-# (sorted in Python: SQLite's BINARY collation and Python's str order agree).
-_HYDRATE_SQL = (
-    "SELECT s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type,"
-    " s.title, s.created_at, s.retired_at,"
-    " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid)"
-    " FROM sections s WHERE s.kbid IN ({marks})"
-)
-
-
-def _chunks(items: Sequence[str], size: int = 900) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
 def _hydration_rows(
     db: Database, conn: sqlite3.Connection, kbids: Sequence[str]
 ) -> dict[str, _Row]:
@@ -483,12 +468,10 @@ def _hydration_rows(
 
 def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row]:
     out: dict[str, _Row] = {}
-    for chunk in _chunks(kbids):
-        sql = _HYDRATE_SQL.format(marks=",".join("?" * len(chunk)))
-        for r in conn.execute(sql, tuple(chunk)):
-            tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
-            body = body_fields(r[4], r[5], None)[0]
-            out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
+    for r in q.hit_rows(conn, kbids):
+        tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
+        body = body_fields(r[4], r[5], None)[0]
+        out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
     return out
 
 
@@ -532,23 +515,11 @@ def _links(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> Link
 
 def _read_links(conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
     pairs: dict[str, list[tuple[str, bool]]] = {}
-    for chunk in _chunks(kbids):
-        marks = ",".join("?" * len(chunk))
-        # Deduplicated and sorted here, not by SQLite's DISTINCT and ORDER BY (a temporary
-        # B-tree, slower for a few dozen rows); SQLite's BINARY collation orders UTF-8 as
-        # Python orders str, so the order is the same.
-        for kbid, docid, live in sorted(
-            set(
-                conn.execute(
-                    f"SELECT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})",
-                    tuple(chunk),
-                )
-            )
-        ):
-            got = pairs.get(kbid)
-            if got is None:
-                pairs[kbid] = got = []
-            got.append((docid, live != 0))
+    for kbid, docid, live in q.link_rows(conn, kbids):
+        got = pairs.get(kbid)
+        if got is None:
+            pairs[kbid] = got = []
+        got.append((docid, live))
     return {kbid: _doc_links(p) for kbid, p in pairs.items()}
 
 

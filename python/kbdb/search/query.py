@@ -93,7 +93,7 @@ def parse_query(
         for i, (term, surface, _, optional) in enumerate(tokens):
             if optional:
                 # The parts directly follow their whole form: scan that run only, so a
-                # query of thousands of identifiers stays linear (issue 8: 10k terms).
+                # query of thousands of identifiers (10k terms) stays linear.
                 part_idx = []
                 j = i + 1
                 while j < len(tokens) and tokens[j][1] == surface and not tokens[j][3]:

@@ -21,12 +21,11 @@ DB_NAME = "kb.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 # Reads go through a memory map of the first MMAP_BYTES of ``kb.sqlite``: a page comes
 # from the map instead of a read() into SQLite's page cache, which makes a search's
-# statements cheaper (docs/benchmarks.md §2, "Session 8"); pages past it are read as
-# before. The map is read-only, and what it holds is the OS's shared file cache, not the
-# process's own memory; but it counts in the process's resident size (the kernel maps
-# 64 KiB around each touched page), so it is capped: a knowledge base of a few tens of
-# thousands of sections is mapped whole, and a large one adds at most this much to the
-# RSS of a long-running server or a bulk learn.
+# statements cheaper; pages past it are read as before. The map is read-only, and what
+# it holds is the OS's shared file cache, not the process's own memory; but it counts in
+# the process's resident size (the kernel maps 64 KiB around each touched page), so it is
+# capped: a knowledge base of a few tens of thousands of sections is mapped whole, and a
+# large one adds at most this much to the RSS of a long-running server or a bulk learn.
 MMAP_BYTES = 64 << 20
 # The read cache (``Database.cache``) of each thread that searches holds at most this
 # many entries per table, and values of at most this many bytes in all (as ``text_bytes``

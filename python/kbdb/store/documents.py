@@ -150,17 +150,17 @@ def apply_document(
     for s in doc.sections:
         if mode != "document" and s.kbid in old_kbids and s.kbid not in leaving_kbids:
             out.status[s.kbid] = "unchanged"
-            _add_tags(conn, s.kbid, s.tags)
+            add_tags(conn, s.kbid, s.tags)
             continue
         _link(conn, doc.docid, s.kbid, ord_)
         ord_ += 1
         if s.kbid in old_kbids:
             out.status.setdefault(s.kbid, "unchanged")
-        elif _insert_or_revive(conn, s, now):
+        elif insert_or_revive(conn, s, now):
             out.status[s.kbid] = "added"
         else:
             out.status.setdefault(s.kbid, "linked")
-        _add_tags(conn, s.kbid, s.tags)
+        add_tags(conn, s.kbid, s.tags)
 
     for kbid, source_key in leaving:
         if _live_link_count(conn, kbid) > 0:
@@ -207,7 +207,7 @@ def _live_link_count(conn: sqlite3.Connection, kbid: str) -> int:
     return int(row[0])
 
 
-def _add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
+def add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
     if not tags:  # most sections: skip the statement (a learn makes one per section)
         return
     conn.executemany(
@@ -215,7 +215,7 @@ def _add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
     )
 
 
-def _insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
+def insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
     """Insert a new section. Returns False when the content already existed (live, or
     retired and now revived)."""
     inserted = conn.execute(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbdb.store.documents import NewSection, _add_tags, _insert_or_revive, retire
+from kbdb.store.documents import NewSection, add_tags, insert_or_revive, retire
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def replace_section(
     links = conn.execute(
         "SELECT id, docid, ord FROM document_sections WHERE kbid = ? AND live = 1", (old,)
     ).fetchall()
-    added = _insert_or_revive(conn, new, now)
-    _add_tags(conn, new.kbid, new.tags)
+    added = insert_or_revive(conn, new, now)
+    add_tags(conn, new.kbid, new.tags)
     for link_id, docid, ord_ in links:
         conn.execute("UPDATE document_sections SET live = 0 WHERE id = ?", (link_id,))
         already = conn.execute(
@@ -93,7 +93,7 @@ def update_metadata(
         (title, description, section_type, kbid),
     )
     conn.execute("DELETE FROM section_tags WHERE kbid = ?", (kbid,))
-    _add_tags(conn, kbid, tags)
+    add_tags(conn, kbid, tags)
     conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (kbid,))
 
 

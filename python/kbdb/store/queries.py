@@ -24,6 +24,11 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[i : i + _CHUNK]
 
 
+def count(conn: sqlite3.Connection, table: str) -> int:
+    """The rows of ``table`` (a name from this package, never user input)."""
+    return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
+
+
 def max_seq(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM changelog").fetchone()
     return int(row[0])
@@ -226,3 +231,54 @@ def store_embeddings(
 def live_count(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT COUNT(*) FROM sections WHERE retired_at IS NULL").fetchone()
     return int(row[0])
+
+
+# One query per page of search results: the section columns hydration shows, and its tags
+# as a JSON array (sorted by the caller: SQLite's BINARY collation and Python's str order
+# agree).
+_HIT_ROWS = (
+    "SELECT s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type,"
+    " s.title, s.created_at, s.retired_at,"
+    " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid)"
+    " FROM sections s WHERE s.kbid IN ({marks})"
+)
+
+
+def hit_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """``(kbid, heading, level, parent, content, type, section_type, title, created_at,
+    retired_at, tags as a JSON array)`` of those of ``kbids`` that exist."""
+    for chunk in _chunks(kbids):
+        yield from conn.execute(_HIT_ROWS.format(marks=",".join("?" * len(chunk))), tuple(chunk))
+
+
+def link_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """``(kbid, docid, live)`` of every document link of ``kbids``, sorted, once each."""
+    out: set[tuple[str, str, bool]] = set()
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            (kbid, docid, live != 0)
+            for kbid, docid, live in conn.execute(
+                f"SELECT kbid, docid, live FROM document_sections WHERE kbid IN ({marks})",
+                tuple(chunk),
+            )
+        )
+    # Deduplicated and sorted here, not by SQLite's DISTINCT and ORDER BY (a temporary
+    # B-tree, slower for a few dozen rows); SQLite's BINARY collation orders UTF-8 as
+    # Python orders str, so the order is the same.
+    return sorted(out)
+
+
+def live_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> set[str]:
+    """The kbids among ``kbids`` that are live sections."""
+    out: set[str] = set()
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT kbid FROM sections WHERE retired_at IS NULL AND kbid IN ({marks})",
+                tuple(chunk),
+            )
+        )
+    return out

@@ -8,7 +8,7 @@ Tables:
 - ``embeddings``: the embedding cache, keyed by (SHA-256 of the embedded text, model
   name); rebuilds reuse it so unchanged sections are not embedded again.
 - ``neardup_sections``, ``neardup_bands``: MinHash band keys of the live sections, for
-  near-duplicate candidates (``kbdb.neardup``; derived, follows the change log).
+  near-duplicate candidates (``kbdb.knowledge.neardup``; derived, follows the change log).
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.

@@ -1,4 +1,4 @@
-"""The near-duplicate band table (the SQL side of ``kbdb.neardup``).
+"""The near-duplicate band table (the SQL side of ``kbdb.knowledge.neardup``).
 
 - ``neardup_sections(id, kbid, bands)``: one row per signed live section; ``bands`` holds
   its band keys as little-endian int64, so that removal deletes exactly its bucket rows.
@@ -7,7 +7,7 @@
   (the hashing parameters the rows were made with).
 
 The tables are created on first use (``CREATE TABLE IF NOT EXISTS``), so a knowledge base
-made before they existed opens unchanged and is backfilled by ``kbdb.neardup.catch_up``.
+made before they existed opens unchanged and is backfilled by ``kbdb.knowledge.neardup.catch_up``.
 """
 
 from __future__ import annotations

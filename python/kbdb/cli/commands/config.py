@@ -19,7 +19,7 @@ from kbdb.errors import ConfigInvalidError
 
 
 def _config_path() -> Path:
-    from kbdb.kb import CONFIG_NAME, resolve
+    from kbdb.context import CONFIG_NAME, resolve
 
     return resolve(state().db) / CONFIG_NAME
 

@@ -116,7 +116,7 @@ def eval_(
     there (created if missing) and --set applies in memory only: eval never edits your
     worker.toml.
     """
-    from kbdb.eval import run_eval
+    from kbdb.evaluation.run import run_eval
 
     st = state()
     with _progress(st.interactive) as progress:

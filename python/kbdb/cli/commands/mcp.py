@@ -27,7 +27,7 @@ def mcp(address: str | None) -> int:
     'kbdb mcp --db PATH' itself; stdout then carries protocol frames only and logs go to
     stderr. See docs/mcp.md for client configuration.
     """
-    from kbdb.kb import resolve
+    from kbdb.context import resolve
 
     st = state()
     path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from kbdb.search.vectors import VectorStore
+    from kbdb.index.vectors import VectorStore
 
     U64 = npt.NDArray[np.uint64]
 
@@ -272,7 +272,7 @@ def cached_vectors(
     conn: sqlite3.Connection, vectors: VectorStore, rows: Sequence[q.IndexRow]
 ) -> dict[str, bytes]:
     """The cached embeddings (float32 bytes) of ``rows`` under the configured model."""
-    from kbdb.search.vectors import embedding_text, text_sha
+    from kbdb.index.vectors import embedding_text, text_sha
 
     shas: dict[str, str] = {}
     for kbid, heading, content, type_, title, description, *_ in rows:

@@ -10,48 +10,33 @@ interleave with a long learn.
 
 from __future__ import annotations
 
-import hashlib
-import re
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbdb import failpoints
-from kbdb.errors import IndexCorruptError, InvalidArgumentError, KbdbError
-from kbdb.ingest import (
-    FileEntry,
-    Skipped,
-    compute_kbid,
-    count_files,
-    load,
-    read_text,
-    source_key,
-    walk,
+from kbdb.args import check_tags
+from kbdb.errors import ContentTooLargeError, IndexCorruptError, InvalidArgumentError, KbdbError
+from kbdb.ingest import FileEntry, Skipped, count_files, load, read_text, walk
+from kbdb.ingest.content import is_image
+from kbdb.knowledge.neardup import NearDuplicateFinder
+from kbdb.learn.items import (
+    LearnItem,
+    LearnProgress,
+    Pending,
+    ProgressFn,
+    build_document,
+    slug,
+    utc_now,
 )
-from kbdb.ingest.content import is_image, normalize_type, split_content
-from kbdb.neardup import NearDuplicateFinder
-from kbdb.search.indexer import LexicalIndex
-from kbdb.search.vectors import VectorStore
-from kbdb.secrets import POSSIBLE_SECRET, find_secrets
-from kbdb.store import (
-    Database,
-    DocumentOutcome,
-    NewDocument,
-    NewSection,
-    ReplaceMode,
-    WriteLock,
-    apply_document,
-)
+from kbdb.store import DocumentOutcome, apply_document
 from kbdb.store import queries as q
-from kbdb.types import (
-    DEFAULT_SECTION_TYPE,
-    LearnReport,
-    NearDuplicate,
-    SectionReport,
-    SkippedFile,
-)
+from kbdb.types import LearnReport, NearDuplicate, SectionReport, SkippedFile
+
+if TYPE_CHECKING:
+    from kbdb.context import Context
 
 # A learn of a tree stores its files in batches of at most this many files, sections and
 # characters of section content: each batch is two fsynced commits (SQLite, then the index),
@@ -63,146 +48,82 @@ BATCH_CHARS = 32 << 20
 # With an embedding provider, a batch's sections are also embedded under the writer lock:
 # at most this many, so that another writer never waits near its lock timeout (30 s). The
 # fp32 model embeds 10.5 sections/s on one thread at its 256-token limit (SciFact
-# abstracts), 51/s at 40 words (docs/benchmarks.md §4): 12 s and 2.5 s for 128.
+# abstracts), about 50/s at 40 words: 12 s and 2.5 s for 128.
 BATCH_SECTIONS_EMBEDDED = 128
 
 
-@dataclass(frozen=True)
-class LearnProgress:
-    """Progress of a ``learn_path``: files done so far and the total when known."""
-
-    files_done: int
-    files_total: int | None
-    sections: int
-    path: str
-
-
-ProgressFn = Callable[[LearnProgress], None]
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def slug(text: str) -> str:
-    s = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
-    return s[:80] or "note"
-
-
-@dataclass(frozen=True)
-class LearnItem:
-    """One block of content for ``KnowledgeBase.learn_many`` (the parameters of ``learn``)."""
-
-    content: str
-    type: str = "text/markdown"
-    title: str | None = None
-    description: str | None = None
-    docid: str | None = None
-    tags: Sequence[str] = ()
-    replace: bool = False
-    section_type: str | None = None
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A parsed document, ready to be stored."""
-
-    doc: NewDocument
-    mode: ReplaceMode
-    warnings: dict[str, tuple[str, ...]]
-
-
-def build_document(
-    *,
-    docid: str,
-    source: str,
-    text: str,
-    type: str,
-    title: str | None,
-    description: str | None,
-    tags: Sequence[str],
-    section_type: str | None,
-    source_path: str | None,
-    mode: ReplaceMode,
-) -> Pending:
-    """Check and split ``text`` and compute kbids, source keys, parents and warnings."""
-    type = normalize_type(type)
-    parsed = split_content(text, type, title=title, description=description)
-    doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
-    doc_title = title or parsed.title
-    stype = section_type or DEFAULT_SECTION_TYPE
-    sections: list[NewSection] = []
-    warnings: dict[str, tuple[str, ...]] = {}
-    kbids: list[str] = []
-    seen_keys: dict[str, int] = {}
-    single = len(parsed.sections) == 1
-    for ps in parsed.sections:
-        kbid = compute_kbid(type, ps.heading, ps.content)
-        key = source_key(source, ps.heading_path)
-        n = seen_keys.get(key, 0) + 1
-        seen_keys[key] = n
-        if n > 1:
-            key = f"{key}[{n}]"
-        parent = kbids[ps.parent] if ps.parent is not None else None
-        kbids.append(kbid)
-        # A single-section learn carries the caller's title and description itself.
-        sec_title = title if (single and title) else None
-        sec_desc = description if (single and description) else None
-        w: list[str] = list(parsed.warnings) if not sections else []
-        if not ps.heading.strip() and not sec_title:
-            w.append("heading_missing")
-        if not ps.content.strip():
-            w.append("empty_content")
-        if not is_image(type) and find_secrets(ps.heading + "\n" + ps.content):
-            w.append(POSSIBLE_SECRET)
-        warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
-        sections.append(
-            NewSection(
-                kbid=kbid,
-                heading=ps.heading,
-                level=ps.level,
-                parent=parent,
-                content=ps.content,
-                type=type,
-                section_type=stype,
-                title=sec_title,
-                description=sec_desc,
-                source_key=key,
-                tags=doc_tags,
-            )
-        )
-    checksum = hashlib.sha256(
-        f"{type}\x00{title or ''}\x00{description or ''}\x00{text}".encode()
-    ).hexdigest()
-    doc = NewDocument(
-        docid=docid,
-        title=doc_title,
-        description=description or parsed.description,
-        source_path=source_path,
-        type=type,
-        checksum=checksum,
-        tags=doc_tags,
-        sections=tuple(sections),
-    )
-    return Pending(doc, mode, warnings)
-
-
 class Learner:
-    """Runs learns against one knowledge base."""
+    """Runs learns against one knowledge base: files and folders, content given in memory,
+    and the batches both become."""
 
-    def __init__(
-        self,
-        db: Database,
-        lock: WriteLock,
-        index: LexicalIndex,
-        vectors: VectorStore,
-        near: NearDuplicateFinder | None = None,
-    ) -> None:
-        self._db = db
-        self._lock = lock
-        self._index = index
-        self._vectors = vectors
-        self._near = near
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._near_finder: NearDuplicateFinder | None = None
+        self._near_lock = threading.Lock()
+
+    @property
+    def near(self) -> NearDuplicateFinder:
+        """The near-duplicate finder of this knowledge base, made on first use."""
+        if self._near_finder is None:
+            learn = self._ctx.config.learn
+            with self._near_lock:
+                if self._near_finder is None:
+                    self._near_finder = NearDuplicateFinder(
+                        self._ctx.db,
+                        self._ctx.vectors,
+                        jaccard=learn.near_duplicate_jaccard,
+                        cosine=learn.near_duplicate_cosine,
+                    )
+        return self._near_finder
+
+    def learn(self, item: LearnItem) -> LearnReport:
+        """``KnowledgeBase.learn``: one item, one transaction."""
+        started = time.perf_counter()
+        reports, totals = self.learn_pending([self.pending(item)])
+        return make_report(reports, totals, (), started)
+
+    def learn_many(self, items: Iterable[LearnItem], batch: int) -> LearnReport:
+        """``KnowledgeBase.learn_many``: ``batch`` documents per transaction and per index
+        commit."""
+        if batch < 1:
+            raise InvalidArgumentError(f"batch must be >= 1 (got {batch})")
+        started = time.perf_counter()
+        reports: list[SectionReport] = []
+        totals: dict[str, int] = {}
+        waiting: list[Pending] = []
+        for item in items:
+            waiting.append(self.pending(item))
+            if len(waiting) >= batch:
+                _add(self.learn_pending(waiting), reports, totals)
+                waiting = []
+        if waiting:
+            _add(self.learn_pending(waiting), reports, totals)
+        return make_report(reports, totals, (), started)
+
+    def pending(self, item: LearnItem) -> Pending:
+        """``item`` checked and parsed; the document id is derived from the title (or the
+        first words) when it has none."""
+        if not isinstance(item.content, str):
+            raise InvalidArgumentError("content must be a string")
+        limit = self._ctx.config.learn.max_file_bytes
+        if len(item.content.encode("utf-8", "surrogatepass")) > limit:
+            raise ContentTooLargeError(
+                f"content is over learn.max_file_bytes ({limit})",
+                hint="split it, or raise learn.max_file_bytes",
+            )
+        doc = item.docid or slug(item.title or " ".join(item.content.split()[:8]))
+        return build_document(
+            docid=doc,
+            source=doc,
+            text=item.content,
+            type=item.type,
+            title=item.title,
+            description=item.description,
+            tags=check_tags(item.tags),
+            section_type=item.section_type,
+            source_path=None,
+            mode="source_key" if item.replace else "append",
+        )
 
     def learn_pending(
         self, pending: Sequence[Pending]
@@ -219,23 +140,22 @@ class Learner:
         }
         if not pending:
             return reports, totals
-        with self._lock.hold():
+        with self._ctx.lock.hold():
             now = utc_now()
             outcomes = []
-            with self._db.write() as conn:
+            with self._ctx.db.write() as conn:
                 # Only a missing vector index needs the count (a full scan: 50 ms at 40k
                 # sections, most of a one-section learn; docs/knowledge.md).
                 live_before = q.live_count(conn) if self._vector_index_missing() else None
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
-                if self._near is not None:
-                    self._near.catch_up(conn)  # in this transaction: atomic with the learn
+                self.near.catch_up(conn)  # in this transaction: atomic with the learn
             failpoints.hit("learn.after_db_commit")
-            terms = self._index.catch_up()
+            terms = self._ctx.index.catch_up()
             failpoints.hit("learn.after_lexical")
             # Embedding follows the lexical commit: a provider failure never loses the
             # learn, the section just stays lexical-only until a rebuild.
-            failed = self._vectors.catch_up(live_before=live_before)
+            failed = self._ctx.vectors.catch_up(live_before=live_before)
             near = self._find_near(pending, outcomes)
         for p, out in zip(pending, outcomes, strict=True):
             if out.unchanged:
@@ -250,7 +170,7 @@ class Learner:
                 totals["sections_added" if status == "added" else "sections_unchanged"] += 1
                 count = terms.get(s.kbid)
                 if count is None:
-                    count = self._index.index_terms(
+                    count = self._ctx.index.index_terms(
                         s.heading, s.content, s.type, s.title, s.description
                     )
                 if is_image(s.type):
@@ -271,10 +191,10 @@ class Learner:
         return reports, totals
 
     def _vector_index_missing(self) -> bool:
-        if not self._vectors.enabled:
+        if not self._ctx.vectors.enabled:
             return False
         try:
-            return self._vectors.index() is None
+            return self._ctx.vectors.index() is None
         except IndexCorruptError:
             return True  # the vector catch-up reports it, after the learn is stored
 
@@ -283,15 +203,13 @@ class Learner:
     ) -> dict[str, tuple[NearDuplicate, ...]]:
         """Near-duplicates of the sections this learn stored or linked (an unchanged
         section was checked when it was first learned)."""
-        if self._near is None:
-            return {}
         kbids = [
             s.kbid
             for p, out in zip(pending, outcomes, strict=True)
             for s in p.doc.sections
             if out.status.get(s.kbid) in ("added", "linked")
         ]
-        return self._near.find(list(dict.fromkeys(kbids)))
+        return self.near.find(list(dict.fromkeys(kbids)))
 
     def learn_paths(
         self,
@@ -299,7 +217,6 @@ class Learner:
         *,
         tags: Sequence[str],
         docid: str | None,
-        max_file_bytes: int,
         progress: ProgressFn | None,
         notable_only: bool = False,
     ) -> LearnReport:
@@ -308,6 +225,7 @@ class Learner:
         CLI's text output prints nothing else, so it asks for this and a learn of a large
         tree runs in flat memory instead of holding one report per section."""
         started = time.perf_counter()
+        max_file_bytes = self._ctx.config.learn.max_file_bytes
         paths = list(paths)
         for p in paths:
             if not p.exists():
@@ -319,7 +237,7 @@ class Learner:
         done = 0
         batch: list[Pending] = []
         batch_sections = batch_chars = 0
-        max_sections = BATCH_SECTIONS_EMBEDDED if self._vectors.enabled else BATCH_SECTIONS
+        max_sections = BATCH_SECTIONS_EMBEDDED if self._ctx.vectors.enabled else BATCH_SECTIONS
         sections_done = 0
         last_path = ""
 
@@ -434,3 +352,14 @@ def make_report(
 
 def _skip_code(e: KbdbError) -> str:
     return getattr(e, "skip_code", None) or e.code
+
+
+def _add(
+    batch: tuple[list[SectionReport], dict[str, int]],
+    reports: list[SectionReport],
+    totals: dict[str, int],
+) -> None:
+    r, t = batch
+    reports.extend(r)
+    for k, v in t.items():
+        totals[k] = totals.get(k, 0) + v

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kbdb.types import _Dict
+from kbdb.types.base import Record
 
 
 @dataclass(frozen=True)
-class ContradictionMember(_Dict):
+class ContradictionMember(Record):
     """One section of a ``contradictions`` group."""
 
     kbid: str
@@ -19,7 +19,7 @@ class ContradictionMember(_Dict):
 
 
 @dataclass(frozen=True)
-class ContradictionGroup(_Dict):
+class ContradictionGroup(Record):
     """Sections from different documents that cover the same ground. ``similarity`` is
     the highest pairwise similarity inside the group."""
 
@@ -28,7 +28,7 @@ class ContradictionGroup(_Dict):
 
 
 @dataclass(frozen=True)
-class ContradictionsResult(_Dict):
+class ContradictionsResult(Record):
     """SPEC §8.5. ``method``: ``vector`` (embedding cosine) or ``lexical`` (shingle
     Jaccard); ``threshold``: the lowest similarity a pair needed."""
 
@@ -38,7 +38,7 @@ class ContradictionsResult(_Dict):
 
 
 @dataclass(frozen=True)
-class SkillLearnResult(_Dict):
+class SkillLearnResult(Record):
     """``previous``: the kbid of the version this one replaced, or None."""
 
     name: str
@@ -47,7 +47,7 @@ class SkillLearnResult(_Dict):
 
 
 @dataclass(frozen=True)
-class SkillInfo(_Dict):
+class SkillInfo(Record):
     name: str
     description: str
     tags: tuple[str, ...]
@@ -56,12 +56,12 @@ class SkillInfo(_Dict):
 
 
 @dataclass(frozen=True)
-class SkillList(_Dict):
+class SkillList(Record):
     skills: tuple[SkillInfo, ...]
 
 
 @dataclass(frozen=True)
-class Skill(_Dict):
+class Skill(Record):
     """A skill in full (SPEC §9): its Markdown instructions in ``content``."""
 
     name: str

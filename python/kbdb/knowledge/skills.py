@@ -15,13 +15,20 @@ import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kbdb.errors import InvalidArgumentError
+from kbdb.errors import InvalidArgumentError, NotFoundError
 from kbdb.ingest import compute_kbid
-from kbdb.learn import Pending
+from kbdb.learn.items import Pending
 from kbdb.store import NewDocument, NewSection
+from kbdb.store import queries as q
+from kbdb.store import skills as skill_store
 from kbdb.store.skills import DOCID_PREFIX
+from kbdb.types import Skill, SkillInfo, SkillLearnResult, SkillList
+
+if TYPE_CHECKING:
+    from kbdb.context import Context
+    from kbdb.learn import Learner
 
 SKILL_FILE = "SKILL.md"
 SECTION_TYPE = "skill"
@@ -144,3 +151,67 @@ def _front_matter(text: str, file: Path) -> tuple[dict[str, Any], str]:
                 raise InvalidArgumentError(f"{file}: front matter must be a mapping")
             return meta, "".join(lines[i + 1 :]).lstrip("\n")
     raise InvalidArgumentError(f"{file}: front matter is not closed with '---'")
+
+
+class Skills:
+    """``skill_learn``, ``skill_list`` and ``skill_get`` over one knowledge base; a skill is
+    learned through its ``learner``."""
+
+    def __init__(self, ctx: Context, learner: Learner) -> None:
+        self._ctx = ctx
+        self._learner = learner
+
+    def learn(
+        self, name: str, description: str, content: str, tags: tuple[str, ...]
+    ) -> SkillLearnResult:
+        """A ``document``-mode re-learn of ``skill:NAME``, and its skill metadata, under one
+        hold of the writer lock."""
+        ctx = self._ctx
+        item = pending(name, description, content, tags)
+        kbid = item.doc.sections[0].kbid
+        with ctx.lock.hold():
+            reports, _ = self._learner.learn_pending([item])
+            with ctx.db.write() as conn:
+                changed = skill_store.set_metadata(
+                    conn, item.doc.docid, kbid, item.doc.description or "", item.doc.tags
+                )
+            if changed:
+                ctx.index.catch_up()
+                ctx.vectors.catch_up()
+        return SkillLearnResult(name=name, kbid=kbid, previous=reports[0].superseded)
+
+    def list(self) -> SkillList:
+        """Every live skill, by name, with its tags."""
+        with self._ctx.db.read() as conn:
+            rows = skill_store.live_skills(conn)
+            tags = q.tags_of(conn, [r[1] for r in rows])
+        return SkillList(
+            skills=tuple(
+                SkillInfo(
+                    name=name_of(doc),
+                    description=desc,
+                    tags=tuple(tags.get(kbid, ())),
+                    kbid=kbid,
+                    updated_at=updated,
+                )
+                for doc, kbid, desc, _, _, updated in rows
+            )
+        )
+
+    def get(self, name: str) -> Skill:
+        """The live version of the skill ``name``; NOT_FOUND when there is none."""
+        check_name(name)
+        with self._ctx.db.read() as conn:
+            row = skill_store.skill(conn, docid(name))
+            if row is None:
+                raise NotFoundError(f"no skill {name!r}", hint="list them with 'kbdb skill list'")
+            tags = q.tags_of(conn, [row[1]])
+        _, kbid, desc, content, created, _ = row
+        return Skill(
+            name=name,
+            description=desc,
+            content=content,
+            tags=tuple(tags.get(kbid, ())),
+            kbid=kbid,
+            created_at=created,
+        )

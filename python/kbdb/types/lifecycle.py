@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kbdb.types import _Dict
+from kbdb.types.base import Record
 
 
 @dataclass(frozen=True)
-class ReviseResult(_Dict):
+class ReviseResult(Record):
     """``kbid`` is the new version; ``previous`` the one it retired. When only fields
     outside the content address changed (title, description, tags, section type) the
     section is updated in place and both are the same kbid."""
@@ -19,7 +19,7 @@ class ReviseResult(_Dict):
 
 
 @dataclass(frozen=True)
-class HistoryEntry(_Dict):
+class HistoryEntry(Record):
     kbid: str
     created_at: str
     retired_at: str | None
@@ -27,19 +27,19 @@ class HistoryEntry(_Dict):
 
 
 @dataclass(frozen=True)
-class HistoryResult(_Dict):
+class HistoryResult(Record):
     kbid: str
     versions: tuple[HistoryEntry, ...]  # oldest first
 
 
 @dataclass(frozen=True)
-class ForgetResult(_Dict):
+class ForgetResult(Record):
     retired: tuple[str, ...]
     already_retired: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class DocumentInfo(_Dict):
+class DocumentInfo(Record):
     docid: str
     title: str | None
     description: str | None
@@ -52,7 +52,7 @@ class DocumentInfo(_Dict):
 
 
 @dataclass(frozen=True)
-class DocumentList(_Dict):
+class DocumentList(Record):
     items: tuple[DocumentInfo, ...]
     total: int
     offset: int
@@ -61,7 +61,7 @@ class DocumentList(_Dict):
 
 
 @dataclass(frozen=True)
-class OutlineNode(_Dict):
+class OutlineNode(Record):
     kbid: str
     heading: str
     level: int
@@ -69,25 +69,25 @@ class OutlineNode(_Dict):
 
 
 @dataclass(frozen=True)
-class Outline(_Dict):
+class Outline(Record):
     docid: str
     title: str | None
     nodes: tuple[OutlineNode, ...]
 
 
 @dataclass(frozen=True)
-class TagCount(_Dict):
+class TagCount(Record):
     tag: str
     count: int
 
 
 @dataclass(frozen=True)
-class TagList(_Dict):
+class TagList(Record):
     tags: tuple[TagCount, ...]
 
 
 @dataclass(frozen=True)
-class RelatedItem(_Dict):
+class RelatedItem(Record):
     """``score`` is the cosine for ``vector``, the BM25F score for ``lexical``, and None
     for a ``sibling`` (siblings come first by position, not by score)."""
 
@@ -99,7 +99,7 @@ class RelatedItem(_Dict):
 
 
 @dataclass(frozen=True)
-class RelatedResult(_Dict):
+class RelatedResult(Record):
     kbid: str
     method: Literal["vector", "lexical"]
     items: tuple[RelatedItem, ...]

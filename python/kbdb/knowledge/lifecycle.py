@@ -12,18 +12,18 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from kbdb import failpoints
 from kbdb.errors import ContentTooLargeError, InvalidArgumentError, NotFoundError
+from kbdb.index.vectors import embedding_text, text_sha
 from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
-from kbdb.learn import utc_now
-from kbdb.search.indexer import LexicalIndex
-from kbdb.search.lexical import Filters, LexicalSearcher
-from kbdb.search.vectors import VectorStore, embedding_text, text_sha
-from kbdb.store import Database, NewSection, WriteLock
+from kbdb.learn.items import utc_now
+from kbdb.search.lexical import Filters
+from kbdb.store import NewSection
 from kbdb.store import lifecycle as sl
 from kbdb.store import queries as q
 from kbdb.types import (
@@ -34,12 +34,17 @@ from kbdb.types import (
     HistoryResult,
     Outline,
     OutlineNode,
+    RecallResult,
     RelatedItem,
     RelatedResult,
     ReviseResult,
+    Section,
     TagCount,
     TagList,
 )
+
+if TYPE_CHECKING:
+    from kbdb.context import Context
 
 MAX_DOCUMENTS_PAGE = 1000
 MAX_RELATED = 100
@@ -114,23 +119,55 @@ def salient_query(heading: str, text: str) -> str:
 class Lifecycle:
     """The operations of SPEC §5 over one knowledge base's store and indexes."""
 
-    def __init__(
-        self,
-        db: Database,
-        lock: WriteLock,
-        index: LexicalIndex,
-        vectors: VectorStore,
-        lexical: Callable[[], LexicalSearcher],
-        refresh_vectors: Callable[[], None],
-        max_content_bytes: int,
-    ) -> None:
-        self._db = db
-        self._lock = lock
-        self._index = index
-        self._vectors = vectors
-        self._lexical = lexical
-        self._refresh_vectors = refresh_vectors
-        self._max_bytes = max_content_bytes
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    # -- read ------------------------------------------------------------------------------
+
+    def recall(self, kbids: Sequence[str], docid: str | None) -> RecallResult:
+        """The sections ``kbids``, then those of ``docid`` in order; NOT_FOUND names the
+        first one missing."""
+        if not kbids and docid is None:
+            raise InvalidArgumentError("recall needs kbids or a docid")
+        with self._ctx.db.read() as conn:
+            wanted = list(kbids)
+            if docid is not None:
+                in_doc = q.document_kbids(conn, docid)
+                if in_doc is None:
+                    raise NotFoundError(f"no document {docid!r}", hint="list them with 'kbdb docs'")
+                wanted += in_doc
+            rows = q.sections(conn, wanted)
+            missing = [k for k in wanted if k not in rows]
+            if missing:
+                raise NotFoundError(
+                    f"no section {missing[0]!r}", hint="kbids come from search results"
+                )
+            docids = q.docids_of(conn, wanted)
+            tags = q.tags_of(conn, wanted)
+        out = []
+        for k in wanted:
+            r = rows[k]
+            out.append(
+                Section(
+                    kbid=k,
+                    heading=r["heading"],
+                    level=r["level"],
+                    parent=r["parent"],
+                    content=r["content"],
+                    type=r["type"],
+                    section_type=r["section_type"],
+                    title=r["title"],
+                    description=r["description"],
+                    tags=tuple(tags.get(k, ())),
+                    docids=tuple(docids.get(k, ())),
+                    source_key=r["source_key"],
+                    created_at=r["created_at"],
+                    retired_at=r["retired_at"],
+                    superseded_by=r["superseded_by"],
+                    retired=r["retired_at"] is not None,
+                )
+            )
+        return RecallResult(sections=tuple(out))
 
     # -- correct ---------------------------------------------------------------------------
 
@@ -151,9 +188,9 @@ class Lifecycle:
             raise InvalidArgumentError(
                 "content is empty", hint="to remove a section use 'kbdb forget KBID'"
             )
-        if len(content.encode("utf-8", "surrogatepass")) > self._max_bytes:
+        if len(content.encode("utf-8", "surrogatepass")) > self._ctx.config.learn.max_file_bytes:
             raise ContentTooLargeError(
-                f"content is over learn.max_file_bytes ({self._max_bytes})",
+                f"content is over learn.max_file_bytes ({self._ctx.config.learn.max_file_bytes})",
                 hint="split it, or raise learn.max_file_bytes",
             )
         for name, value in (("title", title), ("description", description)):
@@ -164,8 +201,8 @@ class Lifecycle:
         ):
             raise InvalidArgumentError("section_type must be a non-empty string")
         content = content.replace("\r\n", "\n").replace("\r", "\n")
-        with self._lock.hold():
-            with self._db.write() as conn:
+        with self._ctx.lock.hold():
+            with self._ctx.db.write() as conn:
                 rows = q.sections(conn, [kbid])
                 if kbid not in rows:
                     raise NotFoundError(
@@ -226,8 +263,8 @@ class Lifecycle:
         wanted = list(dict.fromkeys(_check_kbid(k) for k in kbids))
         if not wanted and docid is None:
             raise InvalidArgumentError("forget needs kbids or a docid")
-        with self._lock.hold():
-            with self._db.write() as conn:
+        with self._ctx.lock.hold():
+            with self._ctx.db.write() as conn:
                 rows = q.sections(conn, wanted)
                 missing = [k for k in wanted if k not in rows]
                 if missing:
@@ -249,7 +286,7 @@ class Lifecycle:
 
     def history(self, kbid: str) -> HistoryResult:
         kbid = _check_kbid(kbid)
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             start = sl.chain_row(conn, kbid)
             if start is None:
                 raise NotFoundError(f"no section {kbid!r}", hint="kbids come from search results")
@@ -289,7 +326,7 @@ class Lifecycle:
 
     def documents(self, tags: tuple[str, ...], limit: int, offset: int) -> DocumentList:
         limit, offset = _check_page(limit, offset, MAX_DOCUMENTS_PAGE)
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             rows, total = sl.list_documents(conn, tags=tags, limit=limit, offset=offset)
             doc_tags = sl.document_tags(conn, [r[0] for r in rows])
         items = tuple(
@@ -317,7 +354,7 @@ class Lifecycle:
     def outline(self, docid: str) -> Outline:
         if not isinstance(docid, str) or not docid:
             raise InvalidArgumentError("docid must be a non-empty string")
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             exists, title = sl.document_title(conn, docid)
             if not exists:
                 raise NotFoundError(f"no document {docid!r}", hint="list them with 'kbdb docs'")
@@ -325,14 +362,14 @@ class Lifecycle:
         return Outline(docid, title, tuple(n.freeze() for n in heading_tree(rows)))
 
     def tags(self) -> TagList:
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             counts = sl.tag_counts(conn)
         return TagList(tuple(TagCount(t, n) for t, n in counts))
 
     def related(self, kbid: str, limit: int) -> RelatedResult:
         kbid = _check_kbid(kbid)
         limit, _ = _check_page(limit, 0, MAX_RELATED)
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             rows = q.sections(conn, [kbid])
             if kbid not in rows:
                 raise NotFoundError(f"no section {kbid!r}", hint="kbids come from search results")
@@ -367,7 +404,7 @@ class Lifecycle:
                 )
             neighbours = self._lexical_neighbours(query, want, exclude)
         if neighbours:
-            with self._db.read() as conn:
+            with self._ctx.db.read() as conn:
                 ids = [k for k, _ in neighbours]
                 nrows = q.sections(conn, ids)
                 ndocs = q.live_docids_of(conn, ids)
@@ -392,8 +429,8 @@ class Lifecycle:
         """Bring both indexes to the change log (caller holds the writer lock). A failed
         embedding leaves the section lexical-only until a rebuild, as in a learn."""
         failpoints.hit("lifecycle.after_db_commit")
-        self._index.catch_up()
-        self._vectors.catch_up()
+        self._ctx.index.catch_up()
+        self._ctx.vectors.catch_up()
 
     def _latest(self, conn: sqlite3.Connection, kbid: str) -> str | None:
         """The live end of ``kbid``'s supersession chain, if any."""
@@ -409,26 +446,26 @@ class Lifecycle:
     ) -> list[tuple[str, float]] | None:
         """Nearest sections by cosine, or None when vectors cannot answer (no provider, a
         stale or missing index)."""
-        if not self._vectors.enabled:
+        if not self._ctx.vectors.enabled:
             return None
-        self._refresh_vectors()
-        if self._vectors.stale():
+        self._ctx.refresh_vectors()
+        if self._ctx.vectors.stale():
             return None
-        index = self._vectors.index()
+        index = self._ctx.vectors.index()
         if index is None:
             return None
         if want <= 0:
             return []
         import numpy as np
 
-        model = self._vectors.model_name
+        model = self._ctx.vectors.model_name
         sha = text_sha(text)
-        with self._db.read() as conn:
+        with self._ctx.db.read() as conn:
             cached = q.cached_embeddings(conn, model, [sha])
         if sha in cached:
             vec = np.frombuffer(cached[sha], dtype=np.float32)
         else:
-            vec = np.asarray(self._vectors.provider.embed([text])[0], dtype=np.float32)
+            vec = np.asarray(self._ctx.vectors.provider.embed([text])[0], dtype=np.float32)
         kbids, scores = index.search(vec, limit=min(want + len(exclude), index.count or 1))
         out = [(k, float(s)) for k, s in zip(kbids, scores, strict=True) if k not in exclude]
         return out[:want]
@@ -438,11 +475,11 @@ class Lifecycle:
     ) -> list[tuple[str, float]]:
         if want <= 0 or not query.strip():
             return []
-        self._index.refresh()
+        self._ctx.index.refresh()
         # Neighbours by content: the path field (the headings above a section) would make
         # a section's own sub-sections its closest neighbours; structure has its own
         # relation (siblings).
-        searcher = self._lexical()
+        searcher = self._ctx.searcher()
         searcher.cfg = replace(searcher.cfg, w_path=0.0)
         res = searcher.search(
             query,

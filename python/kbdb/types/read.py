@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbdb.types import _Dict
+from kbdb.types.base import Record
 
 
 @dataclass(frozen=True)
-class Section(_Dict):
+class Section(Record):
     """A full section, as ``recall`` returns it (SPEC §2)."""
 
     kbid: str
@@ -31,12 +31,12 @@ class Section(_Dict):
 
 
 @dataclass(frozen=True)
-class RecallResult(_Dict):
+class RecallResult(Record):
     sections: tuple[Section, ...]
 
 
 @dataclass(frozen=True)
-class Stats(_Dict):
+class Stats(Record):
     documents: int
     sections: int
     live_sections: int

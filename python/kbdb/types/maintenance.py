@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kbdb.types import _Dict
+from kbdb.types.base import Record
 
 CheckCode = Literal[
     "checksum_mismatch",
@@ -26,7 +26,7 @@ CheckCode = Literal[
 
 
 @dataclass(frozen=True)
-class CheckIssue(_Dict):
+class CheckIssue(Record):
     """One problem found by ``check``; ``kbid``/``docid`` name what it is about."""
 
     code: str
@@ -38,7 +38,7 @@ class CheckIssue(_Dict):
 
 
 @dataclass(frozen=True)
-class CheckReport(_Dict):
+class CheckReport(Record):
     """The integrity check (SPEC §8.1). ``ok`` is false when there is any error; warnings
     (indexes behind, a stale vector index) do not make it false."""
 
@@ -49,7 +49,7 @@ class CheckReport(_Dict):
 
 
 @dataclass(frozen=True)
-class GcReport(_Dict):
+class GcReport(Record):
     """What ``gc`` removed, or would remove with ``dry_run`` (SPEC §8.2). ``removed`` lists
     ``section:<kbid>`` and ``document:<docid>`` entries, sorted. ``bytes_freed`` is measured
     on a real run and estimated on a dry run."""
@@ -66,7 +66,7 @@ class GcReport(_Dict):
 
 
 @dataclass(frozen=True)
-class ExportReport(_Dict):
+class ExportReport(Record):
     path: str
     sections_exported: int
     documents_exported: int
@@ -74,7 +74,7 @@ class ExportReport(_Dict):
 
 
 @dataclass(frozen=True)
-class ImportReport(_Dict):
+class ImportReport(Record):
     path: str
     sections_imported: int
     documents_imported: int

@@ -9,7 +9,7 @@ Neither method compares every pair of sections:
   clusters, and cosines are computed inside each cluster only. The cost grows as
   ``n**1.5``, not ``n**2``; a pair split across clusters can be missed.
 - **lexical**: pairs that share a MinHash band in the near-duplicate table
-  (``kbdb.neardup``), verified by exact shingle Jaccard. The band table is tuned for
+  (``kbdb.knowledge.neardup``), verified by exact shingle Jaccard. The band table is tuned for
   J >= 0.85, so a pair at J = 0.5 is found with probability 0.47, at 0.6 with 0.87 and at
   0.7 with 0.98 (docs/knowledge.md).
 
@@ -25,13 +25,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from kbdb import neardup
+from kbdb.args import check_tags
+from kbdb.errors import InvalidArgumentError
+from kbdb.knowledge import neardup
 from kbdb.store import Database
 from kbdb.store import queries as q
 from kbdb.types import ContradictionGroup, ContradictionMember, ContradictionsResult
 
 if TYPE_CHECKING:
-    from kbdb.search.vectors import VectorStore
+    from kbdb.context import Context
+    from kbdb.index.vectors import VectorStore
 
 Method = Literal["vector", "lexical"]
 DEFAULT_VECTOR_THRESHOLD = 0.75
@@ -191,3 +194,51 @@ def group(
 def _snippet(content: str) -> str:
     text = " ".join(content.split())
     return text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+
+
+class Contradictions:
+    """``KnowledgeBase.contradictions`` over one knowledge base."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def find(
+        self, threshold: float | None, limit: int, tags: Sequence[str] | None
+    ) -> ContradictionsResult:
+        """Pairs by cosine when the vector index is current, else by Jaccard over the
+        near-duplicate bands, grouped; ``threshold`` must stay below the near-duplicate
+        one."""
+        ctx = self._ctx
+        vector = ctx.vectors.enabled and not ctx.vectors.stale()
+        method: Method = "vector" if vector else "lexical"
+        learn = ctx.config.learn
+        high = learn.near_duplicate_cosine if vector else learn.near_duplicate_jaccard
+        low = default_threshold(method) if threshold is None else threshold
+        if not isinstance(low, (int, float)) or isinstance(low, bool) or not 0 < low < high:
+            raise InvalidArgumentError(
+                f"threshold must be a number above 0 and below the near-duplicate threshold"
+                f" {high} ({method} similarity; got {threshold!r})",
+                hint="near-duplicates are reported by learn; lower the threshold",
+            )
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidArgumentError(f"limit must be an integer in 1..1000 (got {limit!r})")
+        wanted = check_tags(tags) if tags else None
+        if vector:
+            ctx.refresh_vectors()
+            pairs = vector_pairs(ctx.db, ctx.vectors, float(low), high)
+        else:
+            self.catch_up_signatures()
+            with ctx.db.read() as conn:
+                pairs = lexical_pairs(conn, float(low), high)
+        with ctx.db.read() as conn:
+            return group(conn, pairs, method=method, threshold=float(low), tags=wanted, limit=limit)
+
+    def catch_up_signatures(self) -> None:
+        """Bring the near-duplicate band table up to the change log (forget, revise and
+        import write only the log); readers never wait for it."""
+        ctx = self._ctx
+        with ctx.db.read() as conn:
+            behind = neardup.is_behind(conn)
+        if behind:
+            with ctx.lock.hold(), ctx.db.write() as conn:
+                neardup.catch_up(conn)

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kbdb.types import _Dict
+from kbdb.types.base import Record
 
 
 @dataclass(frozen=True)
-class NearDuplicate(_Dict):
+class NearDuplicate(Record):
     kbid: str
     similarity: float
 
 
 @dataclass(frozen=True)
-class SectionReport(_Dict):
+class SectionReport(Record):
     """One section of a learn (SPEC §3, result table)."""
 
     kbid: str
@@ -32,14 +32,14 @@ class SectionReport(_Dict):
 
 
 @dataclass(frozen=True)
-class SkippedFile(_Dict):
+class SkippedFile(Record):
     path: str
     reason: str
     code: str
 
 
 @dataclass(frozen=True)
-class LearnReport(_Dict):
+class LearnReport(Record):
     """The whole learn call: per-section results and totals."""
 
     sections: tuple[SectionReport, ...]
@@ -58,7 +58,7 @@ class LearnReport(_Dict):
 
 
 @dataclass(frozen=True)
-class RebuildReport(_Dict):
+class RebuildReport(Record):
     sections: int
     vectors: int
     elapsed_ms: float

@@ -1,0 +1,136 @@
+"""What a learn stores: content made into a pending document (sections with their kbids,
+source keys, parents and warnings), and the items and progress of the learn calls."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from kbdb.ingest import compute_kbid, source_key
+from kbdb.ingest.content import is_image, normalize_type, split_content
+from kbdb.learn.secrets import POSSIBLE_SECRET, find_secrets
+from kbdb.store import NewDocument, NewSection, ReplaceMode
+from kbdb.types import DEFAULT_SECTION_TYPE
+
+
+@dataclass(frozen=True)
+class LearnProgress:
+    """Progress of a ``learn_path``: files done so far and the total when known."""
+
+    files_done: int
+    files_total: int | None
+    sections: int
+    path: str
+
+
+ProgressFn = Callable[[LearnProgress], None]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def slug(text: str) -> str:
+    s = re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
+    return s[:80] or "note"
+
+
+@dataclass(frozen=True)
+class LearnItem:
+    """One block of content for ``KnowledgeBase.learn_many`` (the parameters of ``learn``)."""
+
+    content: str
+    type: str = "text/markdown"
+    title: str | None = None
+    description: str | None = None
+    docid: str | None = None
+    tags: Sequence[str] = ()
+    replace: bool = False
+    section_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A parsed document, ready to be stored."""
+
+    doc: NewDocument
+    mode: ReplaceMode
+    warnings: dict[str, tuple[str, ...]]
+
+
+def build_document(
+    *,
+    docid: str,
+    source: str,
+    text: str,
+    type: str,
+    title: str | None,
+    description: str | None,
+    tags: Sequence[str],
+    section_type: str | None,
+    source_path: str | None,
+    mode: ReplaceMode,
+) -> Pending:
+    """Check and split ``text`` and compute kbids, source keys, parents and warnings."""
+    type = normalize_type(type)
+    parsed = split_content(text, type, title=title, description=description)
+    doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
+    doc_title = title or parsed.title
+    stype = section_type or DEFAULT_SECTION_TYPE
+    sections: list[NewSection] = []
+    warnings: dict[str, tuple[str, ...]] = {}
+    kbids: list[str] = []
+    seen_keys: dict[str, int] = {}
+    single = len(parsed.sections) == 1
+    for ps in parsed.sections:
+        kbid = compute_kbid(type, ps.heading, ps.content)
+        key = source_key(source, ps.heading_path)
+        n = seen_keys.get(key, 0) + 1
+        seen_keys[key] = n
+        if n > 1:
+            key = f"{key}[{n}]"
+        parent = kbids[ps.parent] if ps.parent is not None else None
+        kbids.append(kbid)
+        # A single-section learn carries the caller's title and description itself.
+        sec_title = title if (single and title) else None
+        sec_desc = description if (single and description) else None
+        w: list[str] = list(parsed.warnings) if not sections else []
+        if not ps.heading.strip() and not sec_title:
+            w.append("heading_missing")
+        if not ps.content.strip():
+            w.append("empty_content")
+        if not is_image(type) and find_secrets(ps.heading + "\n" + ps.content):
+            w.append(POSSIBLE_SECRET)
+        warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
+        sections.append(
+            NewSection(
+                kbid=kbid,
+                heading=ps.heading,
+                level=ps.level,
+                parent=parent,
+                content=ps.content,
+                type=type,
+                section_type=stype,
+                title=sec_title,
+                description=sec_desc,
+                source_key=key,
+                tags=doc_tags,
+            )
+        )
+    checksum = hashlib.sha256(
+        f"{type}\x00{title or ''}\x00{description or ''}\x00{text}".encode()
+    ).hexdigest()
+    doc = NewDocument(
+        docid=docid,
+        title=doc_title,
+        description=description or parsed.description,
+        source_path=source_path,
+        type=type,
+        checksum=checksum,
+        tags=doc_tags,
+        sections=tuple(sections),
+    )
+    return Pending(doc, mode, warnings)
