@@ -1,4 +1,4 @@
-"""BENCHMARKS.md §5 / issue 7 item 6 (cold start): a lexical ``kbdb search`` on a
+"""BENCHMARKS.md §5 (cold start): a lexical ``kbdb search`` on a
 100,000-section knowledge base, against ``python -c pass``, in the same run.
 
 Goal: ``kbdb search QUERY`` takes at most 100 ms more wall time than ``python -c pass``.

@@ -1,4 +1,4 @@
-"""MCP overhead: round-trip latency of the ``search`` tool against ``kb.search`` (issue 6).
+"""MCP overhead: round-trip latency of the ``search`` tool against ``kb.search``.
 
 SciFact (5,183 sections, its 300 judged queries) is learned into a temporary knowledge base.
 Then each query runs, limit 10, lexical:

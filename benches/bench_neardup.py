@@ -1,4 +1,4 @@
-"""Issue 4 / BENCHMARKS.md §5: the time to learn one section, near-duplicate check
+"""BENCHMARKS.md §5: the time to learn one section, near-duplicate check
 included, into knowledge bases of 10k and 100k sections (1M with ``--sizes``).
 
 Each size gets a fresh knowledge base filled with synthetic sections (60–160 words drawn

@@ -280,7 +280,7 @@ def cold_cli(root: Path, rounds: int = 7) -> dict[str, Any]:
 
 
 def goal_report(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each goal of issue 7 against the largest size measured (they are stated for 1M)."""
+    """Each scale goal against the largest size measured (the goals are stated for 1M)."""
     measured = {
         "open_ms_1m": row["open_ms"],
         "rss_mb_1m": row["rss_open_mb"],

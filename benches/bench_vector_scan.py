@@ -1,5 +1,5 @@
 """BENCHMARKS.md §3: the vector scan, top 10, against numpy, faiss and usearch; the exact
-f32 scan and the quantized one (``vectors.q8``, issue 7 item 3).
+f32 scan and the quantized one (``vectors.q8``).
 
 Data: synthetic L2-normalized 384-d float32 vectors (seeded standard normal rows,
 normalized) at 10k, 100k and 1M, and random unit queries. Every system returns the exact

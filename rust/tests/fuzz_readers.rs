@@ -1,4 +1,4 @@
-//! Hostile bytes for every engine reader (issue 8 item 4): proptest feeds arbitrary and
+//! Hostile bytes for every engine reader (docs/reliability.md): proptest feeds arbitrary and
 //! mutated bytes to the segment, tombstone, manifest, `vectors.idx`, vector tombstone and
 //! `vectors-meta.toml` readers. Every case must give `Ok` or `Err`, never a panic; what
 //! opens must survive a search. Mutations are *re-sealed* (a fresh footer or checksum) so
@@ -249,8 +249,8 @@ fn is_corrupt<T>(r: &Result<T, Error>) -> bool {
     matches!(r, Err(Error::Corrupt { .. }))
 }
 
-/// Regression (issue 8, corruption matrix): a directory where an index file should be was
-/// an `Io` error (EISDIR, or ENODEV from mapping it), which Python saw as a bare OSError,
+/// Regression (found by the corruption matrix): a directory where an index file should be
+/// was an `Io` error (EISDIR, or ENODEV from mapping it), which Python saw as a bare OSError,
 /// and a rebuild could not replace it.
 #[test]
 fn a_directory_in_place_of_any_lexical_file_is_corrupt_and_reset_clears_it() {

@@ -1,4 +1,4 @@
-"""Cold start (SPEC §11, issue 7): a lexical search loads none of the heavy optional
+"""Cold start (SPEC §11): a lexical search loads none of the heavy optional
 dependencies, and none of the kbdb modules that only learning or maintenance need.
 
 These check which modules load, not how long they take: the time is measured by

@@ -1,4 +1,4 @@
-"""A static check that no SQL text passed to ``execute`` carries a value.
+"""A static check that no SQL text passed to ``execute`` carries a value (docs/security.md).
 
 Values must travel as ``?`` parameters. SQL text may still be assembled, but only from
 pieces that are fixed when the code is written: string literals, module-level constants,

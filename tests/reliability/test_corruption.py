@@ -1,4 +1,4 @@
-"""The corruption matrix (SPEC §1, §6.3, §13; issue 8 item 3).
+"""The corruption matrix (SPEC §1, §6.3, §13).
 
 Every file kind of a real knowledge base with the onnx provider (``kb.sqlite``,
 ``worker.toml``, the lexical manifest, a segment, a tombstone file, ``vectors.idx``, the

@@ -1,4 +1,4 @@
-"""The crash harness (issue 8, SPEC §13): a writer killed at any moment loses nothing that
+"""The crash harness (SPEC §13): a writer killed at any moment loses nothing that
 it acknowledged, and leaves a knowledge base that checks ok and serves searches that agree
 with the database.
 

@@ -1,4 +1,4 @@
-"""Security (issue 8 item 5; the threat model is docs/security.md).
+"""Security (the threat model is docs/security.md).
 
 - learn does not follow a symlink out of the learn root, and says so;
 - every SQL statement takes its values as parameters (a static check over python/kbdb);

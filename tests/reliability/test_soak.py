@@ -1,4 +1,4 @@
-"""The concurrency soak (issue 8, SPEC §13): writers through the API and the CLI, readers
+"""The concurrency soak (SPEC §13): writers through the API and the CLI, readers
 through the API, the CLI and an MCP server, all on one knowledge base for a bounded time.
 
 - Writers may wait for the lock or get ``KB_LOCKED`` after ``KBDB_LOCK_TIMEOUT`` and retry;

@@ -41,7 +41,7 @@ use super::{DocOrd, Score, FIELD_COUNT};
 /// `Evaluation::Auto`; larger ones with MaxScore, whose pruning pays when posting lists
 /// are long. At this size the cells (16 bytes a doc, 256 KiB; 40 past 16 clauses) still
 /// fit a core's L2 cache. Measured with SciFact's queries cut to 1, 2, 3 and all clauses, top 10 and 30,
-/// on SciFact repeated to each size (docs/benchmarks.md §2): term at a time took 0.53–0.85
+/// on SciFact repeated to each size (docs/history/benchmarks-log.md): term at a time took 0.53–0.85
 /// of MaxScore's time at 5k and 10k docs, 0.67–1.03 at 20k, 0.73–1.16 at 31k, and up to
 /// 1.41 at 62k.
 pub const DENSE_MAX_DOCS: u32 = 1 << 14;

@@ -186,8 +186,8 @@ pub fn validate_with(path: &Path, bytes: &[u8], expect: &Expected, check: Check)
 /// Where the page cache holds the file in 2 MiB folios (ext4 and XFS on recent kernels do
 /// when it was written in large aligned writes, which [`super::Staged`] does, or read
 /// ahead for a huge-page mapping), the scan then streams with 512× fewer TLB entries and
-/// no hardware-prefetcher restart at every 4 KiB page: measured on 1M × 384, a pure read
-/// went from ~20 to ~27 GB/s on one core (`benches/bench_vector_scan.py`). Elsewhere it is
+/// no hardware-prefetcher restart at every 4 KiB page: on 1M × 384 a pure read runs at
+/// ~27 GB/s on one core against ~20 without (`benches/bench_vector_scan.py`). Elsewhere it is
 /// a no-op; failure is ignored.
 fn prefer_huge_pages(map: &Mmap) {
     #[cfg(target_os = "linux")]

@@ -4,9 +4,9 @@
 //!
 //! - `avx512vnni` (four rows at a time): each 64-byte block of the query is loaded once
 //!   for the four rows, their four accumulators are independent, and one shared reduction
-//!   (`sum4`) turns them into four sums; a leftover row takes `dot`. On the session 6
-//!   host: +36 % rows/s on 1M × 384 against one row at a time (2.6× → 3.3–3.8× the f32
-//!   scan, one thread).
+//!   (`sum4`) turns them into four sums; a leftover row takes `dot`. On the AVX-512 AMD
+//!   EPYC host where it was first measured: +36 % rows/s on 1M × 384 against one row at
+//!   a time, one thread.
 //! - `avx512vnni-row` (one row at a time, `dot`: two accumulators, one horizontal sum),
 //!   reading memory strictly in address order. On a Zen 4 host (AMD family 19h, whose
 //!   512-bit instructions run on 256-bit units) it was the faster one everywhere,
