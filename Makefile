@@ -90,8 +90,19 @@ fmt: build ## cargo fmt and ruff format
 	cargo fmt --all
 	$(VENV)/bin/ruff format python tests benches
 
-wheel: $(STAMP) ## build one abi3 wheel into dist/
-	$(VENV)/bin/maturin build --release --out dist --quiet
+# The wheel users install: abi3, manylinux2014 on Linux (zig links it against glibc 2.17;
+# the recipe and its checks are in scripts/build_wheel.sh, the how-to in docs/install.md).
+# ziglang is a PyPI package that ships the zig toolchain, so python3, pip and cargo suffice.
+ZIGLANG   ?= ziglang==0.17.1
+ZIG_STAMP := $(VENV)/.ziglang
+WHEEL_DIR ?= dist
+
+$(ZIG_STAMP): $(STAMP)
+	$(PIP) install -q "$(ZIGLANG)"
+	touch $@
+
+wheel: $(ZIG_STAMP) ## build the manylinux2014 abi3 wheel into dist/ (WHEEL_DIR=... elsewhere)
+	PYTHON=$(PY) scripts/build_wheel.sh $(WHEEL_DIR)
 
 clean: ## remove build output
 	rm -rf target dist $(VENV) .demo
