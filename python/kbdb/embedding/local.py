@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbdb.embedding.model import ModelFiles, resolve_model
-from kbdb.embedding.provider import (
+from kbdb.embedding.base import (
     MAX_BATCH,
     empty_vectors,
     finish_vectors,
 )
+from kbdb.embedding.model import ModelFiles, resolve_model
 from kbdb.errors import EmbeddingFailedError
 
 if TYPE_CHECKING:
     from kbdb.config import EmbeddingConfig
-    from kbdb.embedding.provider import ProgressCallback, Vectors
+    from kbdb.embedding.base import ProgressCallback, Vectors
 
 log = logging.getLogger("kbdb")
 
