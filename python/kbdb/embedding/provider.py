@@ -10,6 +10,8 @@ module, so the package's import graph has no cycle.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,7 +42,29 @@ __all__ = [
     "empty_vectors",
     "finish_vectors",
     "make_provider",
+    "prefer_daemon",
 ]
+
+_prefer_daemon = False
+
+
+@contextlib.contextmanager
+def prefer_daemon() -> Iterator[None]:
+    """While this context lasts, :func:`make_provider` gives an ONNX configuration with
+    ``daemon = true`` a provider that embeds small calls through the per-user embedding
+    daemon (:mod:`kbdb.embedding.daemon`), unless ``KBDB_EMBED_DAEMON`` is ``0``.
+
+    The ``kbdb`` command opens it around a search, a short-lived process that would
+    otherwise load the model for one query. The Python API and the MCP server never do:
+    they live long enough to keep their own session. A provider built inside keeps using
+    the daemon after the context ends."""
+    global _prefer_daemon
+    before = _prefer_daemon
+    _prefer_daemon = True
+    try:
+        yield
+    finally:
+        _prefer_daemon = before
 
 
 def make_provider(
@@ -60,9 +84,17 @@ def make_provider(
         progress: called while the ONNX model downloads on first use; the CLI draws a bar.
 
     Returns:
-        ``NullEmbeddingProvider`` for ``"none"``, ``OnnxEmbeddingProvider`` for ``"onnx"``,
+        ``NullEmbeddingProvider`` for ``"none"``, ``OnnxEmbeddingProvider`` for ``"onnx"``
+        (its subclass ``DaemonEmbeddingProvider`` after :func:`prefer_daemon`),
         ``ApiEmbeddingProvider`` for ``"api"``.
     """
+    if cfg.provider == "onnx" and _prefer_daemon and cfg.daemon:
+        from kbdb.embedding.daemon import DaemonEmbeddingProvider, env_allows_daemon
+
+        if env_allows_daemon():
+            return DaemonEmbeddingProvider.from_config(
+                cfg, kbdir=kbdir, cache_dir=cache_dir, progress=progress
+            )
     if cfg.provider == "onnx":
         from kbdb.embedding.local import OnnxEmbeddingProvider
 
