@@ -1,11 +1,12 @@
 """The client side of the embedding daemon: a warm ONNX model shared by ``kbdb`` commands.
 
-A cold ``kbdb search --mode hybrid`` spends most of its time before it can embed the
-query: importing ONNX Runtime and ``tokenizers`` and building the session for the 90 MB
-model (~0.3 s on two cores, docs/embeddings.md "The embedding daemon"), every time.
-Saving a pre-optimized model does not help, because graph optimization is not where that
-time goes. So the ``kbdb`` command sends the query to a small per-user process that keeps
-the session loaded, and does the search itself.
+A cold ``kbdb search --mode hybrid`` that loads the model itself spends 0.3 to 0.5 s
+more than a lexical one before it can embed the query: importing numpy, ONNX Runtime and
+``tokenizers``, loading ``tokenizer.json`` and building the session for the 90 MB model
+(docs/embeddings.md, "The embedding daemon"), every time. Saving a pre-optimized model
+does not help: graph optimization is not where that time goes. So the ``kbdb`` command
+sends the query to a small per-user process that keeps the session loaded, and does the
+search itself.
 
 - **One daemon per model.** A daemon serves one :class:`DaemonSpec`: the model and
   tokenizer files (path, size, mtime, inode), threads, batch settings, int8 or not, the
@@ -393,6 +394,7 @@ class DaemonClient:
     def ping(self) -> dict[str, Any]:
         answer = request(self.socket, {"op": "ping"}, timeout=CONNECT_TIMEOUT_S)
         assert isinstance(answer, dict)
+        answer.pop("ok", None)
         return answer
 
     def running(self) -> bool:
@@ -612,6 +614,7 @@ def status(directory: Path | None = None) -> list[dict[str, Any]]:
         except DaemonUnavailable as e:
             out.append({"socket": str(path), "running": False, "error": str(e)})
             continue
+        answer.pop("ok", None)
         out.append({"socket": str(path), "running": True, **answer})
     return out
 
