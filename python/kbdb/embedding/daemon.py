@@ -136,7 +136,8 @@ def check_private(folder: Path) -> None:
 # -- what a daemon serves -------------------------------------------------------------------
 
 
-def _identity(path: Path) -> list[int]:
+def file_identity(path: Path) -> list[int]:
+    """Size, modification time, inode and device: a file replaced or rewritten differs."""
     st = os.stat(path)
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
 
@@ -182,8 +183,8 @@ class DaemonSpec:
         return cls(
             model=str(files.model.resolve()),
             tokenizer=str(files.tokenizer.resolve()),
-            model_identity=tuple(_identity(files.model)),
-            tokenizer_identity=tuple(_identity(files.tokenizer)),
+            model_identity=tuple(file_identity(files.model)),
+            tokenizer_identity=tuple(file_identity(files.tokenizer)),
             model_name=provider.model_name(),
             dimensions=provider.dimensions(),
             threads=provider.threads,

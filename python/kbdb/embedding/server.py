@@ -76,13 +76,13 @@ class Server:
     def load(self) -> None:
         """The provider the spec describes, loaded and run once. The files must still be
         those the client saw (same size, mtime and inode), or the vectors could differ."""
-        from kbdb.embedding.daemon import _identity
+        from kbdb.embedding.daemon import file_identity
         from kbdb.embedding.files import ModelFiles
         from kbdb.embedding.local import OnnxEmbeddingProvider
 
         s = self.spec
         files = ModelFiles(model=Path(s.model), tokenizer=Path(s.tokenizer))
-        if (tuple(_identity(files.model)), tuple(_identity(files.tokenizer))) != (
+        if (tuple(file_identity(files.model)), tuple(file_identity(files.tokenizer))) != (
             s.model_identity,
             s.tokenizer_identity,
         ):
