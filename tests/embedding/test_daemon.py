@@ -326,7 +326,7 @@ def test_make_provider_uses_the_daemon_only_when_asked(
     with prefer_daemon():
         provider = make_provider(cfg, kbdir=None)
         assert isinstance(provider, DaemonEmbeddingProvider)
-        assert provider._idle_s == cfg.daemon_idle == 600
+        assert provider.client().idle_s == cfg.daemon_idle == 600
         off = EmbeddingConfig(provider="onnx", daemon=False)
         assert type(make_provider(off, kbdir=None)) is OnnxEmbeddingProvider
         monkeypatch.setenv(ENV_DAEMON, "0")

@@ -346,6 +346,8 @@ class DaemonClient:
         server_command: Sequence[str] | None = None,
         start_timeout: float = START_TIMEOUT_S,
     ) -> None:
+        if not hasattr(socket, "AF_UNIX") or sys.platform == "win32":
+            raise DaemonUnavailable("this system has no Unix sockets (or no flock)")
         self.spec = spec
         self.idle_s = idle_s
         self.directory = directory if directory is not None else runtime_dir()
