@@ -96,3 +96,33 @@ def test_embed_daemon_start_then_stop(facts: Path, rundir: Path) -> None:
     (daemon,) = kbdb(facts, rundir, "embed-daemon", "status")["daemons"]
     assert daemon["pid"] == started["pid"] and daemon["requests"] == 1
     assert kbdb(facts, rundir, "embed-daemon", "stop")["stopped"] == [started["pid"]]
+
+
+PROBE = """
+import sys
+from kbdb.cli import main
+code = main(sys.argv[1:])
+sys.stderr.write("\\nMODULES=" + ",".join(sorted(sys.modules)) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_a_search_served_by_the_daemon_loads_no_model_code(facts: Path, rundir: Path) -> None:
+    """What keeps a warm hybrid search cheap: neither ONNX Runtime, tokenizers nor numpy
+    (55 ms of imports on its own) is loaded by the kbdb process."""
+    args = ["--db", str(facts), "--json", "search", "database rationale", "--mode", "hybrid"]
+    kbdb(facts, rundir, *args[3:])  # starts the daemon
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(**{ENV_RUNTIME_DIR: str(rundir)}),
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["retrieval_method"] == "hybrid"
+    modules = proc.stderr.strip().splitlines()[-1].removeprefix("MODULES=").split(",")
+    roots = {m.split(".")[0] for m in modules}
+    assert not roots & {"numpy", "onnxruntime", "tokenizers", "httpx"}, roots
+    assert "kbdb.embedding.daemon" in modules and "kbdb.embedding.api" not in modules
