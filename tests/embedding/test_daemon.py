@@ -346,3 +346,24 @@ def test_a_runtime_dir_that_cannot_be_made_means_in_process(
     assert provider.last_route == "in-process"
     want = OnnxEmbeddingProvider(model_files, threads=1).embed(["x"])[0]
     assert np.array_equal(np.asarray(got), want)
+
+
+def test_a_replaced_model_file_gets_another_daemon(tmp_path: Path) -> None:
+    """The socket name (and the spec each request carries) follows the files' identity:
+    a model rewritten in place is served by a new daemon, never by the old session."""
+    (tmp_path / "model.onnx").write_bytes(b"one")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    files = ModelFiles(model=tmp_path / "model.onnx", tokenizer=tmp_path / "tokenizer.json")
+
+    def name(**kw: object) -> str:
+        provider = OnnxEmbeddingProvider(files, **kw)  # type: ignore[arg-type]
+        return DaemonSpec.of(provider, files).socket_name()
+
+    first = name(threads=1)
+    assert name(threads=1) == first  # stable
+    assert name(threads=2) != first
+    assert name(threads=1, quantized=True) != first
+    os.utime(files.model, ns=(1, 1))
+    assert name(threads=1) != first
+    spec = DaemonSpec.of(OnnxEmbeddingProvider(files, threads=1), files)
+    assert DaemonSpec.from_json(spec.to_json()) == spec
