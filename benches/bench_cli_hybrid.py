@@ -374,8 +374,7 @@ def main() -> int:
     finally:
         stop_daemons(rundir)
         shutil.rmtree(rundir, ignore_errors=True)
-        if args.kb is None:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)  # the saved models, and the KB unless --kb
 
     sysres = rounds["systems"]
     lex = sysres["lexical"]["wall_ms"]
