@@ -10,6 +10,29 @@ import pytest
 import kbdb
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A vector or hybrid ``kbdb search`` starts an embedding daemon that outlives it. The
+    daemons of this session live in a folder of its own (``KBDB_RUNTIME_DIR``, which the
+    CLI subprocesses inherit) and are stopped when it ends, so none is left running."""
+    import os
+
+    from kbdb.embedding.daemon import ENV_RUNTIME_DIR, reap
+
+    folder = tmp_path_factory.mktemp("kbdb-run")
+    folder.chmod(0o700)
+    before = os.environ.get(ENV_RUNTIME_DIR)
+    os.environ[ENV_RUNTIME_DIR] = str(folder)
+    try:
+        yield
+    finally:
+        reap(folder)
+        if before is None:
+            os.environ.pop(ENV_RUNTIME_DIR, None)
+        else:
+            os.environ[ENV_RUNTIME_DIR] = before
+
+
 @pytest.fixture
 def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[kbdb.KnowledgeBase]:
     monkeypatch.delenv("KBDB_DB", raising=False)

@@ -314,6 +314,8 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "embedding.quantized": st.booleans(),
     "embedding.quantized_scan": st.booleans(),
     "embedding.batch_size": st.integers(1, 64),
+    "embedding.daemon": st.booleans(),
+    "embedding.daemon_idle": st.integers(1, 86400),
     "search.k1": st.floats(min_value=1e-6, max_value=1e6, **_FINITE),
     "search.b_heading": st.floats(0, 1),
     "search.b_body": st.floats(0, 1),

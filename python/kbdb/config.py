@@ -208,6 +208,8 @@ _ALL_KEYS = (
     ConfigKey("embedding", "quantized", False),
     ConfigKey("embedding", "quantized_scan", False),
     ConfigKey("embedding", "batch_size", MAX_BATCH_SIZE, _range(1, MAX_BATCH_SIZE)),
+    ConfigKey("embedding", "daemon", True),
+    ConfigKey("embedding", "daemon_idle", 600, _range(1, 86400)),
     ConfigKey("search", "k1", DEFAULT_K1, _range(0, lo_open=True)),
     ConfigKey("search", "b_heading", DEFAULT_B_HEADING, _UNIT),
     ConfigKey("search", "b_body", DEFAULT_B_BODY, _UNIT),
@@ -246,6 +248,8 @@ _DOCS = {
     "embedding.quantized": 'provider "onnx": embed with an int8 model built from the fp32 one',
     "embedding.quantized_scan": "vector search scans an int8 copy, then rescores exactly",
     "embedding.batch_size": "texts per embedding call",
+    "embedding.daemon": 'provider "onnx": the kbdb command embeds queries in a warm daemon',
+    "embedding.daemon_idle": "seconds without a query after which the embedding daemon exits",
     "search.k1": "BM25F term-frequency saturation",
     "search.b_heading": "BM25F length normalization of headings (0 = none, 1 = full)",
     "search.b_body": "BM25F length normalization of body text (0 = none, 1 = full)",
@@ -325,6 +329,8 @@ class EmbeddingConfig(_Validated):
     quantized: bool = False
     quantized_scan: bool = False
     batch_size: int = MAX_BATCH_SIZE
+    daemon: bool = True
+    daemon_idle: int = 600
 
     def _check_together(self) -> None:
         if self.provider == "api" and not self.api_url:

@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("eval", "eval_", "Measure search quality on a BEIR dataset."),
     "db": ("init", "db", "Alias: 'db init --db PATH' is 'init PATH'."),
 }
+# Hidden commands (not listed in the help): name -> (module in kbdb.cli, attribute).
+HIDDEN: dict[str, tuple[str, str]] = {
+    "embed-daemon": ("embed_daemon", "embed_daemon"),
+}
 
 
 class KbdbGroup(click.Group):
@@ -82,6 +86,9 @@ class KbdbGroup(click.Group):
             module, attribute, _ = COMMANDS[cmd_name]
             command = getattr(importlib.import_module(f"kbdb.cli.commands.{module}"), attribute)
             self.add_command(command, cmd_name)
+        elif cmd_name not in self.commands and cmd_name in HIDDEN:
+            module, attribute = HIDDEN[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"kbdb.cli.{module}"), attribute))
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -48,13 +48,15 @@ class State:
         return not (self.json or self.quiet) and sys.stderr.isatty()
 
     @contextmanager
-    def open(self, *, model: bool | None = False) -> Iterator[KnowledgeBase]:
+    def open(self, *, model: bool | None = False, daemon: bool = False) -> Iterator[KnowledgeBase]:
         """Open the knowledge base that ``--db``, ``KBDB_DB`` or the current folder names.
 
         ``model``: the command will embed, so on a terminal the ONNX model is resolved now,
         under its own download bar, rather than in the middle of another progress bar. A
         failure here is left for the embedding itself to report (a learn stays lexical).
-        None: the command searches in the configured default mode, which may embed."""
+        None: the command searches in the configured default mode, which may embed.
+        ``daemon``: the command embeds only a query or two, so an ONNX model is asked of
+        the warm embedding daemon rather than loaded here (``embedding.daemon``)."""
         from kbdb.errors import KbdbError
         from kbdb.kb import KnowledgeBase
 
@@ -62,12 +64,17 @@ class State:
         try:
             if model is None:
                 model = kb.config.effective_default_mode != "lexical"
-            if model and self.interactive and kb.config.embedding.provider == "onnx":
-                from kbdb.cli.render import download_progress
+            with ExitStack() as scope:
+                if model and daemon:
+                    from kbdb.embedding.provider import prefer_daemon
 
-                with download_progress(True) as progress, suppress(KbdbError):
-                    kb.load_embedding_model(progress=progress)
-            yield kb
+                    scope.enter_context(prefer_daemon())
+                if model and self.interactive and kb.config.embedding.provider == "onnx":
+                    from kbdb.cli.render import download_progress
+
+                    with download_progress(True) as progress, suppress(KbdbError):
+                        kb.load_embedding_model(progress=progress)
+                yield kb
         finally:
             kb.close()
 

@@ -32,14 +32,14 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from kbdb.embedding.provider import MAX_BATCH, batches, empty_vectors, finish_vectors
+from kbdb.embedding.base import MAX_BATCH, batches, empty_vectors, finish_vectors
 from kbdb.errors import EmbeddingFailedError
 
 if TYPE_CHECKING:
     import httpx
 
     from kbdb.config import EmbeddingConfig
-    from kbdb.embedding.provider import Vectors
+    from kbdb.embedding.base import Vectors
 
 log = logging.getLogger("kbdb")
 

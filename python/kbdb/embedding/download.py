@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from kbdb.embedding.model import (
+from kbdb.embedding.files import (
     MODEL_FILE,
     MODEL_PATH_HINT,
     TOKENIZER_FILE,
@@ -33,7 +33,7 @@ from kbdb.errors import ModelNotAvailableError
 if TYPE_CHECKING:
     import httpx
 
-    from kbdb.embedding.provider import ProgressCallback
+    from kbdb.embedding.base import ProgressCallback
 
 log = logging.getLogger("kbdb")
 

@@ -21,7 +21,6 @@ object (loading costs ~0.3 s and ~100 MB); ORT sessions are safe to run from man
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -29,19 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbdb.embedding.model import ModelFiles, resolve_model
-from kbdb.embedding.provider import (
+from kbdb._log import log
+from kbdb.embedding.base import (
     MAX_BATCH,
     empty_vectors,
     finish_vectors,
 )
+from kbdb.embedding.model import ModelFiles, resolve_model
 from kbdb.errors import EmbeddingFailedError
 
 if TYPE_CHECKING:
     from kbdb.config import EmbeddingConfig
-    from kbdb.embedding.provider import ProgressCallback, Vectors
-
-log = logging.getLogger("kbdb")
+    from kbdb.embedding.base import ProgressCallback, Vectors
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 DEFAULT_MAX_THREADS = 8  # beyond this a 6-layer MiniLM gains little per extra core
@@ -230,6 +228,40 @@ class OnnxEmbeddingProvider:
         """The intra-op threads the session uses."""
         return self._threads
 
+    @property
+    def batch_size(self) -> int:
+        """Texts per model call (at most 64)."""
+        return self._batch_size
+
+    @property
+    def batch_tokens(self) -> int:
+        """Padded tokens per model call."""
+        return self._batch_tokens
+
+    @property
+    def quantized(self) -> bool:
+        """Whether the provider embeds with an int8 model."""
+        return self._quantized
+
+    @property
+    def quantized_dir(self) -> Path | None:
+        """Where a locally built int8 model is cached (None: the model's user cache)."""
+        return self._quantized_dir
+
+    def files(self) -> ModelFiles:
+        """The fp32 model files, resolved (and downloaded) on the first call.
+
+        Raises:
+            ModelNotAvailableError: the model is missing and could not be downloaded.
+        """
+        with self._lock:
+            return self._resolved()
+
+    def _resolved(self) -> ModelFiles:
+        if callable(self._files):
+            self._files = self._files()  # resolve (and download) once
+        return self._files
+
     def load(self) -> ModelFiles:
         """Resolve the model and load the session now; return the files in use.
 
@@ -237,10 +269,14 @@ class OnnxEmbeddingProvider:
             ModelNotAvailableError: the model is missing and could not be downloaded.
             EmbeddingFailedError: ONNX Runtime could not load the file.
         """
+        return self._load_session()
+
+    def _load_session(self) -> ModelFiles:
+        # Not ``load``: a subclass may give ``load`` a lighter meaning (the daemon client
+        # only resolves the files), while embedding here always needs the session.
         with self._lock:
             if self._loaded is None:
-                files = self._files() if callable(self._files) else self._files
-                self._files = files  # resolve (and download) once
+                files = self._resolved()
                 model = files.model
                 if self._quantized:
                     from kbdb.embedding.model import model_cache_dir
@@ -271,7 +307,7 @@ class OnnxEmbeddingProvider:
             raise TypeError("embed() takes a sequence of texts, not one str")
         if len(texts) == 0:
             return empty_vectors(self._dimensions)
-        self.load()
+        self._load_session()
         loaded = self._loaded
         assert loaded is not None
         out = np.empty((len(texts), self._dimensions), dtype=np.float32)

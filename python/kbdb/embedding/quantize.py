@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kbdb.embedding.model import MODEL_PATH_HINT, ModelFiles
+from kbdb.embedding.files import MODEL_PATH_HINT, ModelFiles
 from kbdb.errors import ModelNotAvailableError
 
 log = logging.getLogger("kbdb")

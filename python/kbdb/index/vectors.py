@@ -153,8 +153,9 @@ class VectorStore:
         index = self.index()
         if index is None or (allow is not None and not allow):
             return []
-        vec = self.provider.embed([query])
-        kbids, scores = index.search(vec[0], limit=limit, allow=allow)
+        from kbdb.embedding.base import embed_query
+
+        kbids, scores = index.search(embed_query(self.provider, query), limit=limit, allow=allow)
         return list(zip(kbids, scores, strict=True))
 
     # -- writing (callers hold the writer lock) ------------------------------------------

@@ -2,7 +2,8 @@
 
 Cold start matters here: a lexical search imports the facade (and through it the Rust
 engine) and nothing else heavy. ``rich`` is loaded only to draw the table, never for
-``--json``.
+``--json``. A vector or hybrid search embeds its query in the embedding daemon
+(:mod:`kbdb.embedding.daemon`), which keeps the ONNX model loaded between commands.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def search(
     """
     text = " ".join(query)
     st = state()
-    with st.open(model=None if mode is None else mode != "lexical") as kb:
+    # A vector or hybrid search embeds one query: the warm daemon does it in milliseconds,
+    # where loading the model here would cost most of a second (docs/embeddings.md).
+    with st.open(model=None if mode is None else mode != "lexical", daemon=True) as kb:
         # search.default_mode asks for vectors that this knowledge base does not have.
         configured = kb.config.search.default_mode
         no_vectors = mode is None and configured != kb.config.effective_default_mode
