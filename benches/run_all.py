@@ -19,6 +19,7 @@ SCRIPTS = {
     "quality": "bench_quality.py",
     "navigation": "bench_navigation.py",  # docker-cli known-item queries, a few seconds
     "lexical_speed": "bench_lexical_speed.py",
+    "first_pass": "bench_first_pass.py",  # fresh process per system, docker-cli and rust-book
     "learn": "bench_learn.py",
     "vector_scan": "bench_vector_scan.py",
     "embed": "bench_embed.py",

@@ -32,8 +32,8 @@ fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
         })
         .collect();
     let unit = |rng: &mut Rng| rng.below(101) as f32 / 100.0;
-    // Half the queries share the default parameters, so that their terms' scored postings
-    // are kept and read back (`lexical::cache`); the others change them.
+    // Half the queries share the default parameters, so that they share the snapshot's
+    // doc factors (`lexical::cache`); the others change them.
     let params = if rng.below(2) == 0 {
         Bm25fParams::default()
     } else {
@@ -75,8 +75,7 @@ fn assert_same(pruned: &Hits, exhaustive: &Hits, q: &Query) {
 fn assert_all_exact(index: &Index, q: &Query) -> Hits {
     let exhaustive = index.search_exhaustive(q).unwrap();
     // The portable copy of the term-at-a-time loops and the block decoder (`simd`), which
-    // a CPU without AVX2 runs; first, so that it decodes what no earlier evaluation of this
-    // query kept (kept scored postings are read, not recomputed).
+    // a CPU without AVX2 runs.
     let portable = simd::portable(|| index.search_with(q, Evaluation::Dense).unwrap());
     assert_same(&portable, &exhaustive, q);
     for eval in [Evaluation::MaxScore, Evaluation::Dense] {

@@ -131,12 +131,6 @@ impl FieldNorms {
         k
     }
 
-    /// The bits of everything a term's scores depend on besides its idf and the doc
-    /// factors' [`key`](FieldNorms::key): `k1`.
-    pub fn k1_bits(&self) -> u32 {
-        self.k1.to_bits()
-    }
-
     /// `w_f / norm_f(d)` for a document with these field lengths.
     #[inline]
     pub fn doc_factors(&self, lens: [u32; FIELD_COUNT]) -> [Score; FIELD_COUNT] {

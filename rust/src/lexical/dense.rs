@@ -15,11 +15,6 @@
 //! with one `or`), for up to 64 a word per field ([`fits`]); `total` counts the live
 //! touched docs.
 //!
-//! A term's postings come from its blocks (decoded and scored here) or, once the snapshot
-//! keeps them (from its second evaluation in the segment: `cache::Impacts`), as the docs,
-//! field patterns and scores the first keeping evaluation computed, added without
-//! decoding or scoring anything; same values, same bits.
-//!
 //! The final pass visits the touched docs in doc order: from a bitset kept as postings
 //! arrive when they are few against the segment's docs, otherwise by reading every cell
 //! (a touched cell has a clause bit set). The loops run in an AVX2 copy where the CPU has
@@ -31,7 +26,6 @@
 
 use std::cell::RefCell;
 
-use super::cache::ImpactUse;
 use super::postings::{Malformed, BLOCK_LEN, TERMINATED};
 use super::query::{with_buffers, BlockScorer, SegmentSearch, Step};
 use super::topk::Scored;
@@ -261,7 +255,6 @@ impl SegmentSearch<'_, '_> {
             clause_docs: &mut bufs.clause_docs,
             track,
         };
-        let seg = self.seg.index as usize;
         // Per posting, the fields that hold its term, as a pattern (bit `f`: field `f`).
         let mut present = [0u8; BLOCK_LEN];
         for (c, (alts, _)) in p.clauses.iter().enumerate() {
@@ -272,25 +265,7 @@ impl SegmentSearch<'_, '_> {
                 let Some(info) = self.seg.infos[t] else {
                     continue;
                 };
-                let entry = &self.seg.terms[t];
-                let keep = match entry.impacts(seg, self.seg.impact_key) {
-                    ImpactUse::Kept(kept) => {
-                        acc.add(&adds, single, w, &kept.docs, &kept.patterns, &kept.scores);
-                        continue;
-                    }
-                    // Kept only while the snapshot's budget has room for them.
-                    ImpactUse::Keep => self.seg.cache.has_room(info.df),
-                    ImpactUse::Decode => false,
-                };
-                // The cursor checks the term's df against the segment before anything is
-                // sized by it.
                 let mut cur = self.seg.reader.cursor(info)?;
-                let capacity = if keep { info.df as usize } else { 0 };
-                let mut kept = (
-                    Vec::with_capacity(capacity),
-                    Vec::with_capacity(capacity),
-                    Vec::with_capacity(capacity),
-                );
                 let idf = p.idf[t];
                 while cur.doc() != TERMINATED {
                     let block = cur.block()?;
@@ -311,16 +286,7 @@ impl SegmentSearch<'_, '_> {
                         return Err(Malformed("posting with no term frequency").into());
                     }
                     acc.add(&adds, single, w, docs, present, scores);
-                    if keep {
-                        kept.0.extend_from_slice(docs);
-                        kept.1.extend_from_slice(present);
-                        kept.2.extend_from_slice(scores);
-                    }
                     cur.skip_in_block(m)?;
-                }
-                if keep {
-                    let key = self.seg.impact_key;
-                    self.seg.cache.keep(entry, seg, key, kept.0, kept.1, kept.2);
                 }
             }
             if !single {

@@ -9,7 +9,7 @@
 //! manifest (atomic rename), then cleanup of unreferenced files.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use super::bm25f::CorpusStats;
 use super::cache::SnapshotCache;
@@ -130,9 +130,6 @@ pub struct Index {
     current: RwLock<Arc<Snapshot>>,
     /// Serializes writers within this process (the caller serializes processes).
     pub(super) writer: Mutex<()>,
-    /// The manifest bytes last found to describe the snapshot it points to, so that
-    /// `reload` (once per search) compares bytes instead of checksumming and parsing.
-    verified: Mutex<Option<(Weak<Snapshot>, Vec<u8>)>>,
 }
 
 impl Index {
@@ -156,7 +153,6 @@ impl Index {
             analyzer,
             current: RwLock::new(Arc::new(snap)),
             writer: Mutex::new(()),
-            verified: Mutex::new(None),
         })
     }
 
@@ -181,20 +177,6 @@ impl Index {
     /// Picks up a newer manifest; true if the snapshot changed.
     pub fn reload(&self) -> Result<bool> {
         let cur = self.snapshot();
-        let path = self.dir.join(MANIFEST_FILE);
-        if let Ok(bytes) = std::fs::read(&path) {
-            let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((snap, known)) = verified.as_ref() {
-                // The Weak keeps the allocation, so an equal pointer is this snapshot.
-                if std::ptr::eq(snap.as_ptr(), Arc::as_ptr(&cur)) && *known == bytes {
-                    return Ok(false);
-                }
-            }
-            if Manifest::parse(&path, &bytes).is_ok_and(|m| m == cur.manifest) {
-                *verified = Some((Arc::downgrade(&cur), bytes));
-                return Ok(false);
-            }
-        }
         if Manifest::read(&self.dir)? == cur.manifest {
             return Ok(false);
         }

@@ -18,11 +18,9 @@
 //! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 use std::thread::LocalKey;
 
 use super::bm25f::{Bm25fParams, FieldNorms};
-use super::cache::{ImpactKey, SnapshotCache, TermEntry};
 use super::postings::{Malformed, PostingsCursor, BLOCK_LEN, TERMINATED};
 use super::segment::SegmentReader;
 use super::termdict::TermInfo;
@@ -209,11 +207,6 @@ pub struct SegmentView<'a> {
     pub infos: &'a [Option<TermInfo>],
     /// Per doc: `w_f / norm_f(d)` under the query's parameters.
     pub factors: &'a [[Score; FIELD_COUNT]],
-    /// Per prepared term: its snapshot-wide entry (with its kept scored postings).
-    pub terms: &'a [Arc<TermEntry>],
-    pub cache: &'a SnapshotCache,
-    /// The query's parameters, as kept scored postings are keyed.
-    pub impact_key: ImpactKey,
 }
 
 /// Scores a decoded block's postings, term at a time (the MaxScore windows and the dense
@@ -303,8 +296,7 @@ pub fn search_segment(
             Evaluation::Auto => seg.reader.doc_count() <= super::dense::DENSE_MAX_DOCS,
             Evaluation::MaxScore | Evaluation::Exhaustive => false,
         };
-    // The term-at-a-time evaluation opens its cursors itself, one term after another (or
-    // none, for a term whose scored postings are kept).
+    // The term-at-a-time evaluation opens its cursors itself, one term after another.
     let term_at_a_time = dense && !p.strict && eval != Evaluation::Exhaustive;
     let run = SegmentSearch::new(p, seg, top, !term_at_a_time).and_then(|mut s| {
         if p.strict {

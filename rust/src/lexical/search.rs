@@ -136,7 +136,6 @@ impl Index {
         let factors = snap.cache.doc_factors(&snap.segments, &p.norms);
         let mut infos: Vec<Vec<Option<TermInfo>>> =
             vec![Vec::with_capacity(p.terms.len()); snap.segments.len()];
-        let mut entries = Vec::with_capacity(p.terms.len());
         for (t, term) in p.terms.iter().enumerate() {
             let entry = snap.cache.term(&snap.segments, term)?;
             for (row, info) in infos.iter_mut().zip(&entry.infos) {
@@ -144,10 +143,8 @@ impl Index {
             }
             p.df[t] = entry.df;
             p.idf[t] = snap.stats.idf(entry.df);
-            entries.push(entry);
         }
         p.relax_common(q.common_cutoff, snap.stats.docs);
-        let impact_key = (p.norms.key(), p.norms.k1_bits());
         // Strict hits are docs that hold every required clause: no more than the docs of
         // the rarest one (the sum of its alternatives' df, tombstoned docs included).
         let tiers = tiers.is_some_and(|below| {
@@ -186,9 +183,6 @@ impl Index {
                 allowed: allowed.as_ref(),
                 infos: &infos[i],
                 factors: &factors[i],
-                terms: &entries,
-                cache: &snap.cache,
-                impact_key,
             };
             if let Some(strict) = strict {
                 let (relaxed, strict) = search_segment_tiers(&p, &view, top, strict)?;
@@ -277,9 +271,6 @@ impl Index {
                     allowed: None,
                     infos: &infos[seg],
                     factors: &factors[seg],
-                    terms: &entries,
-                    cache: &snap.cache,
-                    impact_key,
                 };
                 for (&i, found) in run.iter().zip(explain_hits(&p, &view, &ords)?) {
                     parts[i] = found;

@@ -20,14 +20,13 @@ use super::stem::CachedStemmer;
 use super::strtable::{Found, StrTable};
 
 /// `words` value of a stop word.
-pub(crate) const STOP: u32 = u32::MAX;
+const STOP: u32 = u32::MAX;
 
 /// The term id of the simple word `word` as written: from `words`, or, the first time,
 /// its term (`stemmer.simple_term_into`, in `scratch`) given an id by `term_id` and the
-/// word added; [`STOP`] for a stop word. The word shortcut of both walks' sinks that
-/// intern terms (this module's, and the snippet cache's).
+/// word added; [`STOP`] for a stop word.
 #[inline]
-pub(crate) fn simple_word_id(
+fn simple_word_id(
     words: &mut StrTable<u32>,
     stemmer: &CachedStemmer,
     word: &str,

@@ -190,13 +190,6 @@ impl<V: Copy> StrTable<V> {
         place(pending);
     }
 
-    /// What the table holds on the heap: its arena, entries and slots, by capacity.
-    pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity()
-            + self.entries.capacity() * std::mem::size_of::<Entry<V>>()
-            + self.slots.capacity() * std::mem::size_of::<u64>()
-    }
-
     pub fn clear(&mut self) {
         self.bytes.clear();
         self.entries.clear();

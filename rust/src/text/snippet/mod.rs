@@ -10,7 +10,6 @@
 use super::{pipeline, Analyzer};
 use scan::{Bigrams, PrefixFilter};
 
-pub(crate) mod cache;
 mod scan;
 
 pub const ELLIPSIS: char = '…';
@@ -72,7 +71,7 @@ impl Analyzer {
         let hits = if terms.is_empty() {
             Vec::new()
         } else {
-            cache::hits(self, text, terms)
+            self.hits(text, terms)
         };
         if hits.is_empty() && !terms.is_empty() {
             if let Some(fb) = fallback {
