@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kbdb import _core
@@ -43,10 +43,6 @@ _FIELDS = (
     (_core.FIELD_BODY, "body"),
     (_core.FIELD_CODE, "code"),
     (_core.FIELD_PATH, "path"),
-)
-# ``matched_fields`` for each field mask.
-_FIELD_SETS = tuple(
-    tuple(name for bit, name in _FIELDS if mask & bit) for mask in range(1 << len(_FIELDS))
 )
 
 
@@ -104,9 +100,6 @@ class Ranking:
     hits: list[Hit]
     total: int
     relaxed: bool
-    # Document links of the ranked candidates, when the sibling boost fetched them;
-    # hydration reuses them instead of asking again.
-    links: Links = field(default_factory=dict)
 
 
 class LexicalSearcher:
@@ -171,9 +164,7 @@ class LexicalSearcher:
                 parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
             )
             page = ranking.hits[offset : offset + limit]
-            items = self.hydrate(
-                parsed, page, content=content, explain=explain, links=ranking.links
-            )
+            items = self.hydrate(parsed, page, content=content, explain=explain)
         top = items[0] if items else None
         return build(
             SearchResult,
@@ -234,8 +225,8 @@ class LexicalSearcher:
         links: Links = {}
         if any(t.in_path for t in tiers):
             links = self._name_boost(hits, parsed, strict.common)
-        links = self._sibling_boost(hits, links, any(t.bodiless for t in tiers))
-        return Ranking(hits, total, all_relaxed, links)
+        self._sibling_boost(hits, links, any(t.bodiless for t in tiers))
+        return Ranking(hits, total, all_relaxed)
 
     def _name_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> Links:
         """Multiply by ``1 + name_boost`` the hits of a page that the query names: every
@@ -290,7 +281,7 @@ class LexicalSearcher:
         """Boost hits whose document has other candidates, and drop a bodiless hit (a
         heading alone) when another section of its document is a candidate, which then
         stands for the page; returns the candidates' document links (fetched once, in one
-        query) for hydration."""
+        query)."""
         boost = self.cfg.sibling_boost
         if (boost <= 0 and not bodiless) or len(hits) < 2:
             return links
@@ -326,17 +317,13 @@ class LexicalSearcher:
         *,
         content: bool,
         explain: bool,
-        links: Links | None = None,
     ) -> list[SearchItem]:
         """Full result items for ``page``; sections retired since the index snapshot are
-        dropped. ``links`` are document links already fetched (``Ranking.links``)."""
+        dropped."""
         kbids = [h.kbid for h in page]
-        links = links or {}
         with self.db.read() as conn:
             rows = _hydration_rows(self.db, conn, kbids)
-            missing = [k for k in kbids if k not in links]
-            if missing:
-                links = {**links, **_links(self.db, conn, missing)}
+            links = _links(self.db, conn, kbids)
         clauses = parsed.clauses
         # Coverage counts the required clauses a hit matched; when all are required (no
         # split identifier's whole form), that is every clause it matched.
@@ -352,7 +339,7 @@ class LexicalSearcher:
             row = rows.get(h.kbid)
             if row is None or row.retired_at is not None:
                 continue
-            matched_clauses, fields = _MATCHED.get(h.matched) or _matched(h.matched)
+            matched_clauses, fields = _matched(h.matched)
             job = None
             if not row.type.startswith("image/"):
                 # Cut from the indexed body; from the whole content (code included) when no
@@ -392,7 +379,7 @@ class LexicalSearcher:
                     row.tags,
                     "" if job is None else texts[job],
                     tuple([surfaces[i] for i in matched_clauses]),
-                    _FIELD_SETS[fields],
+                    tuple([name for bit, name in _FIELDS if fields & bit]),
                     round_to(h.score, 6),
                     conf,
                     row.created_at,
@@ -409,23 +396,13 @@ class LexicalSearcher:
 _NAMES: dict[str, frozenset[str]] = {}
 _NAMES_MAX = 16_384
 
-# A hit's matched clauses and the union of their fields, per ``Hit.matched``: a query's
-# hits share a few patterns, so a lookup replaces a loop over the clauses.
-_MATCHED: dict[bytes, tuple[tuple[int, ...], int]] = {}
-_MATCHED_MAX = 4096
-
-
 def _matched(masks: bytes) -> tuple[tuple[int, ...], int]:
     """The clauses that ``masks`` (``Hit.matched``) marks as matched, and the union of
-    their field masks; kept in ``_MATCHED``."""
+    their field masks."""
     fields = 0
     for m in masks:
         fields |= m
-    got = (tuple([i for i, m in enumerate(masks) if m]), fields)
-    if len(_MATCHED) >= _MATCHED_MAX:
-        _MATCHED.clear()
-    _MATCHED[masks] = got
-    return got
+    return tuple([i for i, m in enumerate(masks) if m]), fields
 
 
 class _Row(NamedTuple):

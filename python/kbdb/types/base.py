@@ -55,9 +55,6 @@ class Record:
 
 
 _D = TypeVar("_D", bound=Record)
-_ALL_FIELDS: dict[type, frozenset[str]] = {}
-
-
 def build(cls: type[_D], **fields: Any) -> _D:
     """An instance of the frozen dataclass ``cls`` from every one of its fields, without
     the generated ``__init__``.
@@ -69,10 +66,9 @@ def build(cls: type[_D], **fields: Any) -> _D:
     given; a missing or unknown one raises ``TypeError`` like the constructor would. For
     the result classes here, which have no ``__slots__`` and no ``__post_init__``.
     """
-    names = _ALL_FIELDS.get(cls)
-    if names is None:
-        names = _ALL_FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-    if len(fields) != len(names) or not names.issuperset(fields):
+    # The class's own field table (no ClassVar or InitVar in these classes).
+    names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    if len(fields) != len(names) or not names.keys() >= fields.keys():
         raise TypeError(f"build needs exactly the fields of {cls.__name__} (got {sorted(fields)})")
     obj: _D = object.__new__(cls)
     obj.__dict__.update(fields)
