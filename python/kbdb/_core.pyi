@@ -9,7 +9,7 @@ Errors: engine failures raise the ``kbdb.errors`` classes: ``IndexCorruptError``
 ``InvalidArgumentError`` for bad arguments; ``OSError`` for plain I/O failures.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import final
 
 import numpy as np
@@ -123,6 +123,10 @@ class Hits:
     def __len__(self) -> int:
         """The number of hits returned (at most ``limit``)."""
 
+_Corpus = tuple[int, tuple[int, int, int, int], Mapping[str, int]]
+"""A collection's BM25F statistics: documents, the four fields' total lengths, and the
+document frequency of each query term (``Index.search``'s ``corpus``)."""
+
 _Clause = tuple[Sequence[tuple[str, float]], bool]
 """A query clause: alternatives ``(term, weight)`` (the term and its synonyms; a clause
 scores its best-scoring matching alternative times that weight), and ``required``."""
@@ -205,6 +209,7 @@ class Index:
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
         common_cutoff: float = 0.0,
+        corpus: _Corpus | None = None,
     ) -> Hits:
         """BM25F top-``limit``. ``require_all``: every required clause and every phrase
         must match (strict); otherwise any clause matching is enough (relaxed). ``allow``
@@ -218,7 +223,10 @@ class Index:
         ``b`` outside [0, 1], a negative weight or a malformed ``allow`` kbid raise
         ``InvalidArgumentError``. ``common_cutoff`` > 0: in strict matching, a required
         clause in more than that share of the sections (its most frequent alternative's
-        df) is optional when a rarer required clause remains; it still adds score."""
+        df) is optional when a rarer required clause remains; it still adds score.
+        ``corpus`` ``(docs, field totals, {term: df})``: score with these statistics (a
+        whole collection's, summed over its shards' ``term_stats``) instead of this
+        index's; every term of the query needs its df."""
     def search_tiers(
         self,
         clauses: Sequence[_Clause],
@@ -232,6 +240,7 @@ class Index:
         weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
         explain: bool = False,
         common_cutoff: float = 0.0,
+        corpus: _Corpus | None = None,
     ) -> tuple[Hits, Hits | None]:
         """``(strict, relaxed)``: exactly ``search(..., require_all=True)`` with the
         phrases, and ``search(..., require_all=False)`` without them when the strict hits
@@ -240,6 +249,12 @@ class Index:
         segment is searched term at a time and the query has no phrases and no
         ``explain``, both come from one evaluation of each segment, and the relaxed one is
         returned whatever the strict count. Releases the GIL."""
+    def term_stats(
+        self, terms: Sequence[str]
+    ) -> tuple[int, tuple[int, int, int, int], list[int]]:
+        """``(docs, field totals, [df of each term])`` of the current snapshot, tombstoned
+        sections included as scoring counts them: this index's part of a collection's
+        ``corpus`` statistics. Releases the GIL."""
 
 _Float32 = Buffer | NDArray[np.float32]
 """float32 data in native byte order: ``bytes`` (``array.tobytes()``, borrowed without a

@@ -42,10 +42,10 @@ pub mod topk;
 mod update;
 mod writer;
 
-pub use bm25f::Bm25fParams;
+pub use bm25f::{Bm25fParams, CorpusStats};
 pub use index::{Index, LoadedSegment, Snapshot};
 pub use manifest::{Manifest, SegmentMeta};
-pub use query::{Clause, Evaluation, Query};
+pub use query::{Clause, Evaluation, GlobalStats, Query};
 pub use search::{Contribution, Hits};
 pub use segment::{SegmentReader, SegmentSerializer};
 pub use tombstone::Tombstones;

@@ -18,9 +18,10 @@
 //! exactly, pruned or not. Evaluation loops allocate nothing per doc.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::thread::LocalKey;
 
-use super::bm25f::{Bm25fParams, FieldNorms};
+use super::bm25f::{Bm25fParams, CorpusStats, FieldNorms};
 use super::postings::{Malformed, PostingsCursor, BLOCK_LEN, TERMINATED};
 use super::segment::SegmentReader;
 use super::termdict::TermInfo;
@@ -50,6 +51,18 @@ pub struct Query {
     /// Strict matching: the share of sections past which a required clause is common
     /// and made optional ([`Prepared::relax_common`]); 0 keeps every clause as it is.
     pub common_cutoff: f32,
+    /// Corpus statistics to score with instead of the index's own: those of a whole
+    /// collection this index is one shard of, so every shard scores as one index would.
+    pub corpus: Option<GlobalStats>,
+}
+
+/// The statistics BM25F takes from a corpus, summed over the shards of a collection
+/// ([`crate::lexical::Index::term_stats`] of each).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GlobalStats {
+    pub stats: CorpusStats,
+    /// Document frequency of every term of the query.
+    pub df: HashMap<String, u64>,
 }
 
 impl Default for Query {
@@ -63,6 +76,7 @@ impl Default for Query {
             params: Bm25fParams::default(),
             explain: false,
             common_cutoff: 0.0,
+            corpus: None,
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::bm25f::FieldNorms;
+use super::bm25f::{CorpusStats, FieldNorms};
 use super::dense;
 use super::index::Snapshot;
 use super::query::{
@@ -16,7 +16,7 @@ use super::query::{
 use super::termdict::TermInfo;
 use super::topk::{Scored, TopK};
 use super::{format_kbid, Index, LoadedSegment, Score, Tombstones, FIELD_NAMES, FIELD_PATH};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Below this many docs in the snapshot, segments are searched on the calling thread: a
 /// rayon hand-off costs more than the whole search.
@@ -53,6 +53,20 @@ pub struct Hits {
 }
 
 impl Index {
+    /// The current snapshot's corpus statistics and the document frequency of each of
+    /// `terms` (tombstoned docs included, as scoring counts them): what a shard
+    /// contributes to its collection's [`GlobalStats`].
+    ///
+    /// [`GlobalStats`]: super::GlobalStats
+    pub fn term_stats(&self, terms: &[String]) -> Result<(CorpusStats, Vec<u64>)> {
+        let snap = self.snapshot();
+        let df = terms
+            .iter()
+            .map(|t| Ok(snap.cache.term(&snap.segments, t)?.df))
+            .collect::<Result<Vec<u64>>>()?;
+        Ok((snap.stats, df))
+    }
+
     /// BM25F top-`limit` over the current snapshot.
     pub fn search(&self, q: &Query) -> Result<Hits> {
         self.run_search(q, Evaluation::Auto)
@@ -132,7 +146,9 @@ impl Index {
         eval: Evaluation,
         tiers: Option<usize>,
     ) -> Result<(Hits, Option<Hits>)> {
-        let mut p = Prepared::new(q, FieldNorms::new(&q.params, &snap.stats))?;
+        // A shard scores with its collection's statistics; an index alone, with its own.
+        let stats = q.corpus.as_ref().map_or(snap.stats, |g| g.stats);
+        let mut p = Prepared::new(q, FieldNorms::new(&q.params, &stats))?;
         let factors = snap.cache.doc_factors(&snap.segments, &p.norms);
         let mut infos: Vec<Vec<Option<TermInfo>>> =
             vec![Vec::with_capacity(p.terms.len()); snap.segments.len()];
@@ -141,10 +157,19 @@ impl Index {
             for (row, info) in infos.iter_mut().zip(&entry.infos) {
                 row.push(*info);
             }
-            p.df[t] = entry.df;
-            p.idf[t] = snap.stats.idf(entry.df);
+            let df = match &q.corpus {
+                None => entry.df,
+                Some(g) => *g.df.get(term).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "the corpus statistics have no document frequency for '{term}': \
+                         gather them with Index.term_stats over the query's terms"
+                    ))
+                })?,
+            };
+            p.df[t] = df;
+            p.idf[t] = stats.idf(df);
         }
-        p.relax_common(q.common_cutoff, snap.stats.docs);
+        p.relax_common(q.common_cutoff, stats.docs);
         // Strict hits are docs that hold every required clause: no more than the docs of
         // the rarest one (the sum of its alternatives' df, tombstoned docs included).
         let tiers = tiers.is_some_and(|below| {

@@ -1,6 +1,7 @@
 //! `kbdb._core.Index` and `kbdb._core.Hits`: the lexical index behind a frozen pyclass.
 //! Every call that touches files or scores releases the GIL.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -8,7 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::{Error, Result};
-use crate::lexical::{parse_kbid, Bm25fParams, Clause, Doc, Hits, Index, Kbid, Query};
+use crate::lexical::{
+    parse_kbid, Bm25fParams, Clause, CorpusStats, Doc, GlobalStats, Hits, Index, Kbid, Query,
+};
 
 #[pyclass(frozen, name = "Index", module = "kbdb._core")]
 pub struct PyIndex {
@@ -16,6 +19,9 @@ pub struct PyIndex {
 }
 
 type Section = (String, String, String, String, String);
+/// `(docs, field totals, {term: df})`: a collection's statistics, as `Index.search` takes
+/// them and `Index.term_stats` gives each shard's part.
+type Corpus = (u64, (u64, u64, u64, u64), HashMap<String, u64>);
 /// `(clause, term, field, score)`, as `Hits.explain` returns it.
 type ExplainPart = (u32, String, &'static str, f32);
 
@@ -117,11 +123,11 @@ impl PyIndex {
     #[pyo3(signature = (
         clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
         k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
-        common_cutoff = 0.0
+        common_cutoff = 0.0, corpus = None
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
-        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0)"
+        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0, corpus=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -137,6 +143,7 @@ impl PyIndex {
         weights: (f32, f32, f32, f32),
         explain: bool,
         common_cutoff: f32,
+        corpus: Option<Corpus>,
     ) -> PyResult<PyHits> {
         let hits = py.detach(|| {
             let q = to_query(
@@ -150,6 +157,7 @@ impl PyIndex {
                 weights,
                 explain,
                 common_cutoff,
+                corpus,
             )?;
             self.inner.search(&q)
         })?;
@@ -162,11 +170,11 @@ impl PyIndex {
     #[pyo3(signature = (
         clauses, *, relaxed_below, phrases = Vec::new(), limit = 10, allow = None,
         k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
-        common_cutoff = 0.0
+        common_cutoff = 0.0, corpus = None
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, relaxed_below, phrases=(), limit=10, allow=None, \
-        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0)"
+        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0, corpus=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search_tiers(
@@ -182,6 +190,7 @@ impl PyIndex {
         weights: (f32, f32, f32, f32),
         explain: bool,
         common_cutoff: f32,
+        corpus: Option<Corpus>,
     ) -> PyResult<(PyHits, Option<PyHits>)> {
         let (strict, relaxed) = py.detach(|| {
             let q = to_query(
@@ -195,10 +204,24 @@ impl PyIndex {
                 weights,
                 explain,
                 common_cutoff,
+                corpus,
             )?;
             self.inner.search_tiers(&q, relaxed_below)
         })?;
         Ok((PyHits { hits: strict }, relaxed.map(|hits| PyHits { hits })))
+    }
+
+    /// `(docs, field totals, [df of each term])` of the current snapshot: this index's
+    /// part of a collection's statistics (summed over shards, they are `search`'s
+    /// `corpus`).
+    fn term_stats(
+        &self,
+        py: Python<'_>,
+        terms: Vec<String>,
+    ) -> PyResult<(u64, (u64, u64, u64, u64), Vec<u64>)> {
+        let (stats, df) = py.detach(|| self.inner.term_stats(&terms))?;
+        let t = stats.field_totals;
+        Ok((stats.docs, (t[0], t[1], t[2], t[3]), df))
     }
 
     fn __repr__(&self) -> String {
@@ -307,6 +330,7 @@ fn to_query(
     weights: (f32, f32, f32, f32),
     explain: bool,
     common_cutoff: f32,
+    corpus: Option<Corpus>,
 ) -> Result<Query> {
     let limit = usize::try_from(limit)
         .map_err(|_| Error::InvalidArgument(format!("limit must be >= 0, got {limit}")))?;
@@ -329,5 +353,12 @@ fn to_query(
         },
         explain,
         common_cutoff,
+        corpus: corpus.map(|(docs, t, df)| GlobalStats {
+            stats: CorpusStats {
+                docs,
+                field_totals: [t.0, t.1, t.2, t.3],
+            },
+            df,
+        }),
     })
 }
