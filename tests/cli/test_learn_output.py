@@ -15,7 +15,6 @@ import pytest
 from tests.cli.conftest import Kbdb, Run, cli_env
 
 from kbdb.cli.notices import MAX_EXAMPLES, SCREEN_LINES, examples_per_group
-from kbdb.cli.table import cell_len, fit
 
 FILES = 10_000
 EMPTY, NO_HEADING, SECRETS, PAIRS, BAD_UTF8, BINARY = 2_000, 1_000, 5, 20, 7, 4
@@ -204,10 +203,3 @@ def test_any_number_of_groups_fits_the_screen(n_groups: int) -> None:
     assert 1 <= k <= MAX_EXAMPLES
     if n_groups <= 12:  # every warning, notice and skip code there is, at once
         assert 4 + n_groups * (1 + k) <= SCREEN_LINES
-
-
-def test_fit_cuts_a_line_to_the_terminal_width() -> None:
-    spans = [("5024a87d957f81787c9aa2c040b5daa1", "dim"), ("  commandline/config_create.md", "")]
-    line = fit(spans, 40)
-    assert sum(cell_len(t) for t, _ in line) == 40 and line[-1][0].endswith("…")
-    assert fit(spans, 200) == spans

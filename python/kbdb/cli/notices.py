@@ -6,8 +6,9 @@ examples, so that a learn of a large tree fits on one screen whatever its size.
 Groups are ordered by count (largest first, then by name), but a possible secret comes
 first whatever its count; examples are in learn order. Each
 group shows ``MAX_EXAMPLES`` examples, fewer when there are so many groups that the output
-would pass ``SCREEN_LINES``. On a terminal the lines are styled and cut to its width (a
-wrapped line takes two); anywhere else they are plain and whole.
+would pass ``SCREEN_LINES``. On a terminal the headers and names are coloured; anywhere
+else the lines are plain. Lines are never cut: a near duplicate's line is two kbids wide
+before it says where the section is, which a cut to 80 columns would drop.
 """
 
 from __future__ import annotations
@@ -118,22 +119,14 @@ def example_limit(report: LearnReport, *, verbose: bool) -> int | None:
 
 
 class _Out:
-    """Lines to one stream: styled and cut to the width on a terminal, else plain."""
+    """Lines to stdout or stderr, styled when that stream is a terminal."""
 
     def __init__(self, *, err: bool) -> None:
-        stream = sys.stderr if err else sys.stdout
         self.err = err
-        self.color = tb.color_enabled(stream)
-        try:
-            tty = stream.isatty()
-        except (AttributeError, ValueError):
-            tty = False
-        self.width = tb.console_width() if tty else None
+        self.color = tb.color_enabled(sys.stderr if err else sys.stdout)
         self.lines: list[str] = []
 
     def add(self, spans: Sequence[Span], style: str = "") -> None:
-        if self.width is not None:
-            spans = tb.fit(spans, self.width)
         self.lines.append(tb.styled(spans, self.color, style))
 
     def flush(self) -> None:

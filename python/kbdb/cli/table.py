@@ -329,8 +329,3 @@ def write(text: str) -> None:
         text = text.encode(encoding, "replace").decode(encoding)
     sys.stdout.write(text)
     sys.stdout.flush()
-
-
-def fit(spans: Sequence[Span], width: int) -> list[Span]:
-    """One line cut to ``width`` cells, ending in an ellipsis when it was longer."""
-    return _truncate(list(spans), width, ellipsis=True)
