@@ -63,4 +63,4 @@ def test_cli_text_output_is_unchanged(tmp_path: Path) -> None:
     # Same lines but the elapsed time in the summary.
     strip = lambda text: [line for line in text.splitlines() if not line.startswith("learned ")]  # noqa: E731
     assert strip(out.output) == strip(expected)
-    assert "near duplicate:" in out.output and "empty_content" in out.output
+    assert "near duplicates: " in out.output and "warning empty_content: 1 section:" in out.output

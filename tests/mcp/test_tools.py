@@ -220,3 +220,25 @@ async def test_invalid_arguments_name_the_field(kbdir: Path, tmp_path: Path) -> 
             assert body["code"] == "INVALID_ARGUMENT" and fragment in body["error"], (tool, body)
         # Nothing was changed by the failed calls.
         assert (await c.ok("stats"))["sections"] == 3
+
+
+async def test_learn_text_counts_notices_and_keeps_every_section(
+    kbdir: Path, tmp_path: Path
+) -> None:
+    content = "Loose text first.\n\n# Empty one\n\n# Body\n\nWords.\n\n# Empty two\n"
+    async with connect(kbdir, tmp_path / "err.log") as c:
+        res = await c.call("learn", {"content": content, "docid": "notes"})
+        assert not res.is_error and isinstance(res.structured_content, dict)
+        sections = res.structured_content["sections"]
+        assert [s["warnings"] for s in sections] == [
+            ["heading_missing"],
+            ["empty_content"],
+            [],
+            ["empty_content"],
+        ]
+        text = res.content[0].text  # type: ignore[union-attr]
+        lines = text.splitlines()
+        assert lines[1] == "sections with warning empty_content: 2, warning heading_missing: 1"
+        assert all(s["kbid"] in text for s in sections) and len(lines) == 2 + len(sections)
+        quiet = await c.call("learn", {"content": "# Plain\n\nNothing to say.\n"})
+        assert "sections with" not in quiet.content[0].text  # type: ignore[union-attr]

@@ -320,24 +320,20 @@ def render_stats(st: Stats) -> None:
     console().print(table)
 
 
-def render_learn(report: LearnReport) -> None:
-    """One summary line, then any per-section warnings and near duplicates."""
-    r = report
-    click.echo(
-        f"learned {r.documents_added} new, {r.documents_updated} updated, "
-        f"{r.documents_unchanged} unchanged document(s): {r.sections_added} section(s) added, "
-        f"{r.sections_unchanged} unchanged, {r.sections_retired} retired"
-        f" in {r.elapsed_ms / 1000:.2f} s"
-        + (f"; {len(r.files_skipped)} file(s) skipped" if r.files_skipped else "")
-    )
-    for s in r.sections:
-        name = f"{s.kbid} ({s.heading})" if s.heading else s.kbid
-        for w in s.warnings:
-            click.echo(f"warning: {w}: {name}")
-        for d in s.near_duplicates:
-            click.echo(f"near duplicate: {name} ~ {d.kbid} ({d.similarity:.2f})")
-        if s.vector_embedding_failed:
-            click.echo(f"warning: embedding failed, lexical only until 'kbdb rebuild': {name}")
+def render_learn(report: LearnReport, *, verbose: bool = False) -> None:
+    """The summary line, then the warnings, near duplicates and failed embeddings grouped
+    by code: a count and the first few of each, or every one when ``verbose``
+    (``kbdb.cli.notices``). Skipped files are left to ``render_skipped``."""
+    from kbdb.cli import notices
+
+    notices.render_sections(report, notices.example_limit(report, verbose=verbose))
+
+
+def render_skipped(report: LearnReport, *, verbose: bool = False) -> None:
+    """The skipped files on stderr, grouped by skip code like ``render_learn``."""
+    from kbdb.cli import notices
+
+    notices.render_skipped(report, notices.example_limit(report, verbose=verbose))
 
 
 @contextmanager

@@ -67,10 +67,24 @@ def _recall(d: dict[str, Any]) -> str:
 
 
 def _learn(d: dict[str, Any]) -> str:
+    """The totals, the count of each notice kind (a warning code, near duplicates, failed
+    embeddings) when there are any, then a line per section: every kbid stays in the text,
+    the counts say at once what to look at."""
     lines = [
         f"learned: {d['sections_added']} sections added, {d['sections_unchanged']} unchanged, "
         f"{d['sections_retired']} retired"
     ]
+    counts: dict[str, int] = {}
+    for s in d["sections"]:
+        for code in s["warnings"]:
+            counts[f"warning {code}"] = counts.get(f"warning {code}", 0) + 1
+        if s["near_duplicates"]:
+            counts["near duplicates"] = counts.get("near duplicates", 0) + 1
+        if s["vector_embedding_failed"]:
+            counts["embedding failed"] = counts.get("embedding failed", 0) + 1
+    if counts:
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        lines.append("sections with " + ", ".join(f"{k}: {n}" for k, n in ordered))
     for s in d["sections"]:
         extra = []
         if s.get("superseded"):

@@ -8,7 +8,7 @@ import sys
 import click
 
 from kbdb.cli.options import global_options, split_list, state
-from kbdb.cli.render import emit_json, learn_progress, render_learn
+from kbdb.cli.render import emit_json, learn_progress, render_learn, render_skipped
 from kbdb.errors import InvalidArgumentError
 
 STDIN_DOCID = "stdin"
@@ -62,6 +62,13 @@ def _read_stdin(mime: str) -> str:
     is_flag=True,
     help="stdin only: supersede earlier sections with the same source key.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="List every warning, near duplicate and skipped file "
+    "(by default: counts per code and the first few of each).",
+)
 @global_options
 def learn(
     paths: tuple[str, ...],
@@ -72,11 +79,14 @@ def learn(
     description: str | None,
     section_type: str | None,
     replace: bool,
+    verbose: bool,
 ) -> int:
     """Learn files and folders (recursively), or stdin with '-'.
 
     Markdown, text, HTML, JSON and images. Re-learning a file replaces its earlier version.
     A bad file is reported on stderr and skipped, the rest goes on, and the exit code is 1.
+    Warnings, near duplicates and skipped files are counted per code with the first few
+    of each; --verbose lists every one, --json prints the full report.
     """
     st = state()
     stdin = "-" in paths
@@ -115,7 +125,6 @@ def learn(
     if st.json:
         emit_json(report.to_dict())
     elif not st.quiet:
-        render_learn(report)
-    for skipped in report.files_skipped:
-        click.echo(f"kbdb: skipped {skipped.path}: {skipped.reason} ({skipped.code})", err=True)
+        render_learn(report, verbose=verbose)
+    render_skipped(report, verbose=verbose)
     return 1 if report.files_skipped else 0
