@@ -17,6 +17,9 @@ Corpora (``corpora/``), each learned once into a temporary knowledge base by
   its description, as nobody tuned them for speed.
 - ``rust-book``: The Rust Programming Language. Queries: every distinct H2 and H3 heading
   of the book, in file order, Markdown reduced to its text (code spans, links, HTML).
+- ``tldr``: the tldr pages (one page per command, a few thousand). Queries: the first
+  example's description of 500 pages spread evenly over the tree ("Use local username
+  and password for authentication"), how-do-I questions in the pages' own words.
 
 Systems:
 
@@ -35,7 +38,7 @@ Systems:
 
 Import and open/load times are reported beside the pass, not in it.
 
-    python benches/bench_first_pass.py [--rounds 5] [--corpus docker-cli --corpus rust-book]
+    python benches/bench_first_pass.py [--rounds 5] [--corpus docker-cli --corpus tldr ...]
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from typing import Any  # noqa: E402
 from common import CORPORA, print_table, write_result  # noqa: E402
 
 TOP_K = 10
-CORPUS_NAMES = ("docker-cli", "rust-book")
+CORPUS_NAMES = ("docker-cli", "rust-book", "tldr")
 SYSTEMS = ("kbdb", "bm25s", "bm25s-pool")
 # bm25s ``retrieve``'s ``n_threads`` per system (see the module docstring).
 N_THREADS = {"bm25s": 0, "bm25s-pool": 1}
@@ -94,7 +97,25 @@ def heading_queries(corpus: Path) -> list[str]:
     return list(out)
 
 
+def example_queries(corpus: Path, n: int = 500) -> list[str]:
+    """The first example's description of every k-th page (``- Do something:``), in path
+    order, ``n`` in all: how-do-I questions in the pages' own words."""
+    pages = sorted(corpus.rglob("*.md"))
+    step = max(1, len(pages) // n)
+    out: dict[str, None] = {}
+    for path in pages[::step]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("- "):
+                text = " ".join(_TAG.sub(" ", _LINK.sub(r"\1", line[2:])).replace("`", "").split())
+                if text.rstrip(":"):
+                    out.setdefault(text.rstrip(":"), None)
+                break
+    return list(out)[:n]
+
+
 def queries_for(name: str, corpus: Path) -> list[str]:
+    if name == "tldr":
+        return example_queries(corpus)
     if name == "docker-cli":
         from bench_navigation import build_queries
 
