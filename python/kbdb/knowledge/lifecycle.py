@@ -23,7 +23,7 @@ from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
 from kbdb.learn.items import utc_now
 from kbdb.search.lexical import Filters
-from kbdb.store import NewSection
+from kbdb.store import NewSection, history
 from kbdb.store import lifecycle as sl
 from kbdb.store import queries as q
 from kbdb.types import (
@@ -144,9 +144,11 @@ class Lifecycle:
                 )
             docids = q.docids_of(conn, wanted)
             tags = q.tags_of(conn, wanted)
+            spans = history.intervals(conn, wanted)
         out = []
         for k in wanted:
             r = rows[k]
+            start, end = (spans.get(k) or [(None, None)])[-1]
             out.append(
                 Section(
                     kbid=k,
@@ -165,6 +167,8 @@ class Lifecycle:
                     retired_at=r["retired_at"],
                     superseded_by=r["superseded_by"],
                     retired=r["retired_at"] is not None,
+                    valid_from=start,
+                    valid_until=end,
                 )
             )
         return RecallResult(sections=tuple(out))
@@ -314,13 +318,13 @@ class Lifecycle:
                 seen.add(row.kbid)
                 newer.append(row)
                 cur = row
-        chain = [*reversed(older), start, *newer]
-        return HistoryResult(
-            kbid=kbid,
-            versions=tuple(
-                HistoryEntry(r.kbid, r.created_at, r.retired_at, r.reason) for r in chain
-            ),
-        )
+            chain = [*reversed(older), start, *newer]
+            spans = history.intervals(conn, [r.kbid for r in chain])
+        versions = []
+        for r in chain:
+            begin, end = (spans.get(r.kbid) or [(None, None)])[-1]
+            versions.append(HistoryEntry(r.kbid, r.created_at, r.retired_at, r.reason, begin, end))
+        return HistoryResult(kbid=kbid, versions=tuple(versions))
 
     # -- navigate --------------------------------------------------------------------------
 

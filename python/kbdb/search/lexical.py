@@ -189,9 +189,7 @@ class LexicalSearcher:
                 parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
             )
             if self.timing is not None and self.timing.reorders:
-                from kbdb.search.when import rerank
-
-                ranking = rerank(self, parsed, ranking, offset + limit, allow, explain)
+                ranking = self.timing.rerank(self, parsed, ranking, offset + limit, allow, explain)
             page = ranking.hits[offset : offset + limit]
             items = self.hydrate(
                 parsed, page, content=content, explain=explain, links=ranking.links

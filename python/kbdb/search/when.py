@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Literal, get_args
 from kbdb import clock
 from kbdb.config import DURATION_SECONDS, duration_seconds
 from kbdb.errors import InvalidArgumentError
+from kbdb.search.fusion import Fused
 from kbdb.search.lexical import Ranking
 from kbdb.store import history
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from kbdb.search.fusion import Fused
     from kbdb.search.lexical import Hit, LexicalSearcher
     from kbdb.search.query import ParsedQuery
 
@@ -135,9 +135,21 @@ class Timing:
         keyed.sort(key=lambda p: (p[0].relaxed, p[1], -p[0].score, p[0].kbid))
         return [h for h, _ in keyed]
 
+    def rerank(
+        self,
+        searcher: LexicalSearcher,
+        parsed: ParsedQuery,
+        ranking: Ranking,
+        page_end: int,
+        allow: list[str] | None,
+        explain: bool,
+    ) -> Ranking:
+        """``ranking`` (a lexical one) decayed and ordered (``rerank``)."""
+        return rerank(self, searcher, parsed, ranking, page_end, allow, explain)
+
     def order_fused(self, fused: list[Fused], starts: dict[str, str]) -> list[Fused]:
         """Fused candidates decayed (their fused score) and ordered as ``order_hits``."""
-        out = [f._replace(score=f.score * self.factor(starts.get(f.kbid))) for f in fused]
+        out = [Fused(f.kbid, f.score * self.factor(starts.get(f.kbid)), *f[2:]) for f in fused]
         if self.sort == "recent":
             out.sort(key=lambda f: (_neg_time(starts.get(f.kbid)), -f.score, f.kbid))
         else:
@@ -180,7 +192,9 @@ def timing(
     )
 
 
+
 def rerank(
+    t: Timing,
     searcher: LexicalSearcher,
     parsed: ParsedQuery,
     ranking: Ranking,
@@ -188,12 +202,10 @@ def rerank(
     allow: list[str] | None,
     explain: bool,
 ) -> Ranking:
-    """``ranking`` (a lexical one) decayed and ordered by ``searcher.timing``. Sorting by
+    """``ranking`` (a lexical one) decayed and ordered by ``t``. Sorting by
     time needs every match; so does a decayed page that a match outside the candidates
     could still enter (its score, boosts at most, is no more than the lowest candidate's
     engine score times the largest boost), in which case every match is ranked."""
-    t = searcher.timing
-    assert t is not None
     complete = len(ranking.hits) >= ranking.total
     if not complete and t.sort == "recent":
         ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
