@@ -94,14 +94,12 @@ def test_sort_recent_is_newest_first_over_every_match(
     # Ties (one learn, one second) by relevance.
     scores = [i.score for i in res.items[1:16]]
     assert scores == sorted(scores, reverse=True)
-    assert kb.search("connection pool", sort="relevance").items == kb.search(
-        "connection pool"
-    ).items
+    assert (
+        kb.search("connection pool", sort="relevance").items == kb.search("connection pool").items
+    )
 
 
-def test_recency_half_life_decays_and_explains(
-    tmp_path: Path, fake_clock: FakeClock
-) -> None:
+def test_recency_half_life_decays_and_explains(tmp_path: Path, fake_clock: FakeClock) -> None:
     kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
     a = kb.learn("Rotate the signing keys every quarter.", docid="a").sections[0].kbid
     fake_clock.advance(days=30)

@@ -300,9 +300,7 @@ _DOCS = {
     "search.adaptive_gap_high": 'fusion "adaptive": vector weight 1 from this gap on',
     "search.synonyms": "expand queries with built-in and .kbdb/synonyms.toml synonyms",
     "search.sibling_boost": "bounded boost when other sections of the same document match",
-    "search.recency_half_life": (
-        'scores decay with age, x 0.5 per half-life ("30d"; "" = off)'
-    ),
+    "search.recency_half_life": ('scores decay with age, x 0.5 per half-life ("30d"; "" = off)'),
     "learn.max_file_bytes": "larger files are skipped and reported",
     "learn.near_duplicate_jaccard": "report near duplicates at token-shingle Jaccard >= this",
     "learn.near_duplicate_cosine": "report near duplicates at embedding cosine >= this",

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 from kbdb import _core
 from kbdb.search.fields import index_fields
-from kbdb.store import Database
-from kbdb.store import history
+from kbdb.store import Database, history
 from kbdb.store import queries as q
 
 if TYPE_CHECKING:

@@ -75,6 +75,13 @@ def _check_page(limit: object, offset: object, most: int) -> tuple[int, int]:
     return limit, offset
 
 
+def _latest_interval(
+    spans: list[tuple[str, str | None]] | None,
+) -> tuple[str | None, str | None]:
+    """A version's latest live interval, or (None, None) when it has none (gc'd)."""
+    return spans[-1] if spans else (None, None)
+
+
 @dataclass
 class _Node:
     kbid: str
@@ -148,7 +155,7 @@ class Lifecycle:
         out = []
         for k in wanted:
             r = rows[k]
-            start, end = (spans.get(k) or [(None, None)])[-1]
+            start, end = _latest_interval(spans.get(k))
             out.append(
                 Section(
                     kbid=k,
@@ -322,7 +329,7 @@ class Lifecycle:
             spans = history.intervals(conn, [r.kbid for r in chain])
         versions = []
         for r in chain:
-            begin, end = (spans.get(r.kbid) or [(None, None)])[-1]
+            begin, end = _latest_interval(spans.get(r.kbid))
             versions.append(HistoryEntry(r.kbid, r.created_at, r.retired_at, r.reason, begin, end))
         return HistoryResult(kbid=kbid, versions=tuple(versions))
 

@@ -313,8 +313,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         SearchResult,
         _search,
         # An as_of search may first build its snapshot's index: on a worker thread.
-        inline=lambda a: (a.get("mode") or a.get("search_mode") or "lexical") == "lexical"
-        and "as_of" not in a,
+        inline=lambda a: (
+            (a.get("mode") or a.get("search_mode") or "lexical") == "lexical" and "as_of" not in a
+        ),
     ),
     ToolSpec(
         "recall",
@@ -662,7 +663,8 @@ def tools_for(config: Config | None) -> tuple[ToolSpec, ...]:
         spec,
         description=f"{spec.description}\n{line}",
         properties=properties,
-        inline=lambda a: (a.get("mode") or a.get("search_mode") or mode) == "lexical"
-        and "as_of" not in a,
+        inline=lambda a: (
+            (a.get("mode") or a.get("search_mode") or mode) == "lexical" and "as_of" not in a
+        ),
     )
     return tuple(search if t.name == "search" else t for t in TOOLS)

@@ -62,9 +62,7 @@ def parse_moment(value: object, name: str, now: datetime) -> str:
                 else:
                     moment = datetime.fromisoformat(text.replace("z", "Z"))
             except ValueError:
-                raise InvalidArgumentError(
-                    f"{name} must be {ACCEPTED} (got {value!r})"
-                ) from None
+                raise InvalidArgumentError(f"{name} must be {ACCEPTED} (got {value!r})") from None
     else:
         raise InvalidArgumentError(f"{name} must be {ACCEPTED} (got {value!r})")
     if moment.tzinfo is None:
@@ -116,9 +114,7 @@ class Timing:
     def starts(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, str]:
         return history.started(conn, kbids, self.as_of)
 
-    def order_hits(
-        self, hits: list[Hit], starts: dict[str, str], explain: bool
-    ) -> list[Hit]:
+    def order_hits(self, hits: list[Hit], starts: dict[str, str], explain: bool) -> list[Hit]:
         """Lexical hits decayed and ordered: strict above relaxed, then newest first for
         ``recent``, then by score."""
         keyed = []
@@ -169,9 +165,9 @@ def timing(
     half_life: str,
 ) -> Timing | None:
     """The checked time arguments, or None when there are none (and no decay)."""
-    if since is None and until is None and as_of is None and sort in (None, "relevance"):
-        if not half_life:
-            return None
+    nothing = since is None and until is None and as_of is None
+    if nothing and sort in (None, "relevance") and not half_life:
+        return None
     if sort is None:
         sort = "relevance"
     if sort not in SORTS:
@@ -190,7 +186,6 @@ def timing(
         half_life_text=half_life,
         now=at if at is not None else now.strftime(STORE_FORMAT),
     )
-
 
 
 def rerank(

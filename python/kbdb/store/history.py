@@ -24,8 +24,7 @@ _INTERVALS = (
 )
 # Before the table exists (an older knowledge base not yet written to by this version).
 _LEGACY_INTERVALS = (
-    "WITH iv(kbid, valid_from, valid_until) AS ("
-    "SELECT kbid, created_at, retired_at FROM sections) "
+    "WITH iv(kbid, valid_from, valid_until) AS (SELECT kbid, created_at, retired_at FROM sections) "
 )
 
 _CHUNK = 900
@@ -46,7 +45,9 @@ def _live(at: str | None) -> tuple[str, tuple[str, ...]]:
     return (LIVE_NOW, ()) if at is None else (LIVE_AT, (at, at))
 
 
-def intervals(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[tuple[str, str | None]]]:
+def intervals(
+    conn: sqlite3.Connection, kbids: Sequence[str]
+) -> dict[str, list[tuple[str, str | None]]]:
     """Each kbid's ``(valid_from, valid_until)`` intervals, oldest first."""
     out: dict[str, list[tuple[str, str | None]]] = {}
     head = _with(conn)
@@ -73,9 +74,7 @@ def live_at(conn: sqlite3.Connection, at: str) -> list[str]:
     ]
 
 
-def started(
-    conn: sqlite3.Connection, kbids: Sequence[str], at: str | None
-) -> dict[str, str]:
+def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> dict[str, str]:
     """When each of ``kbids`` became live for the interval it is in now (``at`` None) or
     was in at ``at``; kbids in none are left out."""
     cond, params = _live(at)
