@@ -338,6 +338,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.adaptive_gap_high": st.floats(0, 2),
     "search.synonyms": st.booleans(),
     "search.sibling_boost": st.floats(0, 1),
+    "search.recency_half_life": st.sampled_from(["", "30d", "12h", "1.5w", "90m"]),
     "learn.max_file_bytes": st.integers(1, 2**62),
     "learn.near_duplicate_jaccard": st.floats(0, 1, exclude_min=True),
     "learn.near_duplicate_cosine": st.floats(0, 1, exclude_min=True),

@@ -102,10 +102,25 @@ def _one_of(*choices: str) -> _Rule:
     return _Rule("one of " + ", ".join(f'"{c}"' for c in choices), lambda v: v in choices)
 
 
+DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([mhdw])\s*\Z")
+"""A duration: a number and a unit, ``m`` (minutes), ``h``, ``d`` or ``w`` (``30d``)."""
+DURATION_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def duration_seconds(text: str) -> float | None:
+    """The seconds of a duration (``DURATION``), or None when ``text`` is not one."""
+    m = DURATION.match(text)
+    return None if m is None else float(m.group(1)) * DURATION_SECONDS[m.group(2)]
+
+
 _ANY = _Rule("")
 _UNIT = _range(0, 1)
 _THRESHOLD = _range(0, 1, lo_open=True)
 _NON_EMPTY = _Rule("a non-empty string", bool)
+_HALF_LIFE = _Rule(
+    'a duration such as "30d" (a number > 0 and m, h, d or w), or "" for off',
+    lambda v: v == "" or bool((d := duration_seconds(v)) and d > 0),
+)
 _HTTP_URL = _Rule(
     'an http:// or https:// URL, or ""', lambda v: v == "" or v.startswith(("http://", "https://"))
 )
@@ -232,6 +247,7 @@ _ALL_KEYS = (
     ConfigKey("search", "adaptive_gap_high", 0.18, _range(0, 2)),
     ConfigKey("search", "synonyms", True),
     ConfigKey("search", "sibling_boost", DEFAULT_SIBLING_BOOST, _UNIT),
+    ConfigKey("search", "recency_half_life", "", _HALF_LIFE),
     ConfigKey("learn", "max_file_bytes", DEFAULT_MAX_FILE_BYTES, _range(0, lo_open=True)),
     ConfigKey("learn", "near_duplicate_jaccard", 0.85, _THRESHOLD),
     ConfigKey("learn", "near_duplicate_cosine", 0.92, _THRESHOLD),
@@ -284,6 +300,7 @@ _DOCS = {
     "search.adaptive_gap_high": 'fusion "adaptive": vector weight 1 from this gap on',
     "search.synonyms": "expand queries with built-in and .kbdb/synonyms.toml synonyms",
     "search.sibling_boost": "bounded boost when other sections of the same document match",
+    "search.recency_half_life": ('scores decay with age, x 0.5 per half-life ("30d"; "" = off)'),
     "learn.max_file_bytes": "larger files are skipped and reported",
     "learn.near_duplicate_jaccard": "report near duplicates at token-shingle Jaccard >= this",
     "learn.near_duplicate_cosine": "report near duplicates at embedding cosine >= this",
@@ -367,6 +384,7 @@ class SearchConfig(_Validated):
     adaptive_gap_high: float = 0.18
     synonyms: bool = True
     sibling_boost: float = DEFAULT_SIBLING_BOOST
+    recency_half_life: str = ""
 
     def _check_together(self) -> None:
         if self.w_heading == self.w_body == self.w_code == self.w_path == 0:

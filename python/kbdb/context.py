@@ -25,6 +25,7 @@ from kbdb.store import queries as q
 
 if TYPE_CHECKING:
     from kbdb.embedding import EmbeddingProvider
+    from kbdb.index.snapshot import Snapshot, Snapshots
 
 KBDB_DIR = ".kbdb"
 CONFIG_NAME = "worker.toml"
@@ -97,6 +98,7 @@ class Context:
         self.vectors = VectorStore(self.index_dir, self.db, self.config.embedding, kbdir)
         self._synonyms: Synonyms | None = None
         self._synonyms_lock = threading.Lock()
+        self._snapshots: Snapshots | None = None
 
     @property
     def provider(self) -> EmbeddingProvider:
@@ -108,6 +110,17 @@ class Context:
         return LexicalSearcher(
             self.index.core, self.db, self.index.analyzer, self.synonyms(), self.config.search
         )
+
+    def snapshot(self, at: str) -> Snapshot:
+        """The indexes of the sections live at ``at`` (``index/snapshot.py``), built on
+        first use and kept while the store does not change."""
+        if self._snapshots is None:
+            from kbdb.index.snapshot import Snapshots
+
+            with self._synonyms_lock:
+                if self._snapshots is None:
+                    self._snapshots = Snapshots(self.db)
+        return self._snapshots.get(at)
 
     def synonyms(self) -> Synonyms | None:
         """The synonym groups (built-in and ``synonyms.toml``), loaded once; None when
@@ -137,5 +150,7 @@ class Context:
             pass
 
     def close(self) -> None:
+        if self._snapshots is not None:
+            self._snapshots.close()
         self.index.close()
         self.db.close()

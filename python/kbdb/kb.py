@@ -23,6 +23,8 @@ from kbdb.search.searcher import Searcher
 from kbdb.types import SearchResult
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from kbdb.knowledge.contradictions import Contradictions
     from kbdb.knowledge.lifecycle import Lifecycle
     from kbdb.knowledge.skills import Skills
@@ -220,13 +222,25 @@ class KnowledgeBase:
         section_type: str | None = None,
         content: bool = False,
         explain: bool = False,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        sort: str | None = None,
+        as_of: str | datetime | None = None,
     ) -> SearchResult:
         """Ranked search (SPEC §4). ``mode`` is ``lexical``, ``vector`` or ``hybrid``;
         None (the default) takes ``search.default_mode`` from the configuration. When that
         default is ``vector`` or ``hybrid`` and no embedding provider is configured, the
         search runs lexical and says so: ``search_mode`` is the configured mode and
         ``retrieval_method`` is ``lexical``. A mode named here without a provider fails
-        with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
+        with EMBEDDING_PROVIDER_NOT_CONFIGURED.
+
+        Time (docs/search.md, "Time"): ``since`` / ``until`` keep the sections whose live
+        version began at or after / before that time: a duration back from now (``"7d"``,
+        also ``m``, ``h``, ``w``), a date (``"2026-11-01"``, midnight UTC), an ISO-8601
+        timestamp or a ``datetime``. ``sort``: ``"relevance"`` (default) or ``"recent"``
+        (newest first, ties by score). ``as_of`` answers from the sections live at that
+        moment, with the corpus statistics of that moment. ``search.recency_half_life``
+        decays scores with age."""
         return self._searcher.search(
             query,
             mode=mode,
@@ -238,6 +252,10 @@ class KnowledgeBase:
             section_type=section_type,
             content=content,
             explain=explain,
+            since=since,
+            until=until,
+            sort=sort,
+            as_of=as_of,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:

@@ -33,7 +33,14 @@ def test_revise_from_option_and_stdin_then_history(learned: Path, kbdb: Kbdb) ->
     versions = hist.json()["versions"]
     assert [v["kbid"] for v in versions] == [pool, first["kbid"], latest]
     assert [v["reason"] for v in versions] == ["revised", "revised", None]
-    assert set(versions[0]) == {"kbid", "created_at", "retired_at", "reason"}
+    assert set(versions[0]) == {
+        "kbid",
+        "created_at",
+        "retired_at",
+        "reason",
+        "valid_from",
+        "valid_until",
+    }
     table = kbdb("history", latest)
     assert table.code == 0 and f"{latest} *" in table.out and "revised" in table.out
 

@@ -263,6 +263,8 @@ def render_recall(res: RecallResult) -> None:
         if s.tags:
             meta.append("\ntags: " + ", ".join(s.tags), style="magenta")
         meta.append(f"\ncreated {s.created_at}", style="dim")
+        if s.valid_from and s.valid_from != s.created_at:
+            meta.append(f"\nlive again from {s.valid_from}", style="dim")
         if s.retired:
             meta.append(f"\nretired {s.retired_at}", style="red")
             if s.superseded_by:

@@ -158,6 +158,24 @@ class VectorStore:
         kbids, scores = index.search(embed_query(self.provider, query), limit=limit, allow=allow)
         return list(zip(kbids, scores, strict=True))
 
+    def snapshot(self, rows: Sequence[q.IndexRow], directory: Path) -> VectorStore:
+        """A store over the vectors of ``rows`` only, in a new ``vectors.idx`` under
+        ``directory`` (time travel, ``index/snapshot.py``): their cached embeddings, and
+        any missing computed now without being cached (a search writes nothing)."""
+        kbids, vectors, _failed = self._embed_rows(rows, reuse_cache=True, keep=False)
+        provider = self.provider
+        index = _core.VectorIndex.open(
+            str(directory),
+            create=True,
+            dimensions=provider.dimensions(),
+            model_name=provider.model_name(),
+        )
+        index.write(kbids, vectors, model_name=provider.model_name(), watermark=0)
+        snap = VectorStore(directory, self._db, self._cfg, self._kbdir)
+        snap._provider = provider
+        snap._index = index
+        return snap
+
     # -- writing (callers hold the writer lock) ------------------------------------------
 
     def catch_up(self, *, live_before: int | None = None) -> set[str]:
@@ -253,8 +271,10 @@ class VectorStore:
         *,
         reuse_cache: bool,
         progress: ProgressFn | None = None,
+        keep: bool = True,
     ) -> tuple[list[str], bytes, set[str]]:
-        """Embed rows: ``(kbids, float32 bytes row by row, failed kbids)``."""
+        """Embed rows: ``(kbids, float32 bytes row by row, failed kbids)``. ``keep``: store
+        the new embeddings in the cache."""
         import numpy as np
 
         model = self.model_name
@@ -288,7 +308,7 @@ class VectorStore:
             done += len(batch)
             if progress:
                 progress(done, len(texts))
-        if fresh:
+        if fresh and keep:
             with self._db.write() as conn:
                 q.store_embeddings(conn, model, fresh)
         kbids = [t[0] for t in texts if t[0] not in failed]

@@ -23,7 +23,7 @@ from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
 from kbdb.learn.items import utc_now
 from kbdb.search.lexical import Filters
-from kbdb.store import NewSection
+from kbdb.store import NewSection, history
 from kbdb.store import lifecycle as sl
 from kbdb.store import queries as q
 from kbdb.types import (
@@ -73,6 +73,13 @@ def _check_page(limit: object, offset: object, most: int) -> tuple[int, int]:
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
     return limit, offset
+
+
+def _latest_interval(
+    spans: list[tuple[str, str | None]] | None,
+) -> tuple[str | None, str | None]:
+    """A version's latest live interval, or (None, None) when it has none (gc'd)."""
+    return spans[-1] if spans else (None, None)
 
 
 @dataclass
@@ -144,9 +151,11 @@ class Lifecycle:
                 )
             docids = q.docids_of(conn, wanted)
             tags = q.tags_of(conn, wanted)
+            spans = history.intervals(conn, wanted)
         out = []
         for k in wanted:
             r = rows[k]
+            start, end = _latest_interval(spans.get(k))
             out.append(
                 Section(
                     kbid=k,
@@ -165,6 +174,8 @@ class Lifecycle:
                     retired_at=r["retired_at"],
                     superseded_by=r["superseded_by"],
                     retired=r["retired_at"] is not None,
+                    valid_from=start,
+                    valid_until=end,
                 )
             )
         return RecallResult(sections=tuple(out))
@@ -314,13 +325,13 @@ class Lifecycle:
                 seen.add(row.kbid)
                 newer.append(row)
                 cur = row
-        chain = [*reversed(older), start, *newer]
-        return HistoryResult(
-            kbid=kbid,
-            versions=tuple(
-                HistoryEntry(r.kbid, r.created_at, r.retired_at, r.reason) for r in chain
-            ),
-        )
+            chain = [*reversed(older), start, *newer]
+            spans = history.intervals(conn, [r.kbid for r in chain])
+        versions = []
+        for r in chain:
+            begin, end = _latest_interval(spans.get(r.kbid))
+            versions.append(HistoryEntry(r.kbid, r.created_at, r.retired_at, r.reason, begin, end))
+        return HistoryResult(kbid=kbid, versions=tuple(versions))
 
     # -- navigate --------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
+from kbdb import clock
 from kbdb.ingest import compute_kbid, source_key
 from kbdb.ingest.content import is_image, normalize_type, split_content
 from kbdb.learn.secrets import POSSIBLE_SECRET, find_secrets
@@ -30,7 +30,7 @@ ProgressFn = Callable[[LearnProgress], None]
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.utc_now()
 
 
 def slug(text: str) -> str:

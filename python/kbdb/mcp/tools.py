@@ -146,6 +146,10 @@ def _search(kb: KnowledgeBase, a: Args) -> Any:
         section_type=a.get("section_type"),
         content=a.get("content", False),
         explain=a.get("explain", False),
+        since=a.get("since"),
+        until=a.get("until"),
+        sort=a.get("sort"),
+        as_of=a.get("as_of"),
     )
 
 
@@ -230,7 +234,9 @@ side by side.
 - Read `retrieval_verdict`: "answered" is a strong match; "partial" means only weak or relaxed \
 matches (treat with care); "unanswered" means nothing relevant is stored: investigate (read the \
 code, ask the user), do not guess.
-- Narrow with `tags`, `docid`, `section_type`; page with `offset`.
+- Narrow with `tags`, `docid`, `section_type`; page with `offset`. `since` / `until` keep \
+what was learned or changed in a span ("7d", "2026-11-01"); `sort: "recent"` puts the newest \
+first; `as_of` answers from what was known at a past moment.
 - `mode` is "lexical" (keywords, BM25F), "vector" (meaning) or "hybrid" (both); leave it out \
 to get this knowledge base's default mode. vector and hybrid need an embedding provider; naming \
 them without one fails with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
@@ -281,11 +287,35 @@ TOOLS: tuple[ToolSpec, ...] = (
             "section_type": _str("Only sections of this kind: section, fact, decision, skill…"),
             "content": _bool("Include each section's full content in the results.", False),
             "explain": _bool("Include each result's score breakdown.", False),
+            "since": _str(
+                "Only sections learned or changed at or after this time: a duration back "
+                'from now ("7d"; also m, h, w), a date ("2026-11-01", midnight UTC) or an '
+                "ISO-8601 timestamp.",
+                minLength=1,
+            ),
+            "until": _str(
+                "Only sections learned or changed before this time (forms as `since`).",
+                minLength=1,
+            ),
+            "sort": {
+                "type": "string",
+                "enum": ["relevance", "recent"],
+                "default": "relevance",
+                "description": "relevance, or recent: newest first, ties by relevance.",
+            },
+            "as_of": _str(
+                "Answer from what was live at this moment (forms as `since`): sections "
+                "learned by then and not yet revised, superseded or forgotten.",
+                minLength=1,
+            ),
         },
         ("query",),
         SearchResult,
         _search,
-        inline=lambda a: (a.get("mode") or a.get("search_mode") or "lexical") == "lexical",
+        # An as_of search may first build its snapshot's index: on a worker thread.
+        inline=lambda a: (
+            (a.get("mode") or a.get("search_mode") or "lexical") == "lexical" and "as_of" not in a
+        ),
     ),
     ToolSpec(
         "recall",
@@ -361,8 +391,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "The versions of a section, oldest first: each with kbid, created_at, retired_at "
-        "and the reason it was retired. Use it to see how a fact changed.",
+        "The versions of a section, oldest first: each with kbid, created_at, retired_at, "
+        "the reason it was retired, and valid_from / valid_until (when it was live; "
+        "valid_until is null while it is). Use it to see how a fact changed.",
         {"kbid": KBID},
         ("kbid",),
         HistoryResult,
@@ -632,6 +663,8 @@ def tools_for(config: Config | None) -> tuple[ToolSpec, ...]:
         spec,
         description=f"{spec.description}\n{line}",
         properties=properties,
-        inline=lambda a: (a.get("mode") or a.get("search_mode") or mode) == "lexical",
+        inline=lambda a: (
+            (a.get("mode") or a.get("search_mode") or mode) == "lexical" and "as_of" not in a
+        ),
     )
     return tuple(search if t.name == "search" else t for t in TOOLS)

@@ -85,10 +85,20 @@ def search_fused(
         fused = adaptive(lex_ranked, vec_hits, signals, params, k=rrf_k)
     else:
         fused = rrf(lex_ranked, vec_hits, k=rrf_k)
+    timing = lexical.timing
+    starts: dict[str, str] = {}
+    if timing is not None and timing.reorders:
+        with lexical.db.read() as conn:
+            starts = timing.starts(conn, [f.kbid for f in fused])
+        fused = timing.order_fused(fused, starts)
     page = [
         _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals)
         for f in fused[offset : offset + limit]
     ]
+    if timing is not None and timing.reorders and explain:
+        for h in page:
+            start = starts.get(h.kbid)
+            (h.extra or {})["recency"] = timing.explain(start, timing.factor(start))
     items = lexical.hydrate(parsed, page, content=content, explain=explain)
     top = items[0] if items else None
     return build(

@@ -19,7 +19,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kbdb import _core
 from kbdb.config import SearchConfig
@@ -33,6 +33,9 @@ from kbdb.store import Database
 from kbdb.store import queries as q
 from kbdb.store.db import text_bytes
 from kbdb.types import SearchItem, SearchResult, build, search_item
+
+if TYPE_CHECKING:
+    from kbdb.search.when import Timing
 
 # Candidates the lexical path ranks beyond the page, so the sibling boost can look at them.
 CANDIDATES = 30
@@ -52,11 +55,18 @@ class Filters:
     docid: str | None = None
     type: str | None = None
     section_type: str | None = None
+    since: str | None = None  # the section's live interval began at or after this time
+    until: str | None = None  # ... and before this one
+    at: str | None = None  # live at this moment (``as_of``) rather than now
 
     @property
     def any(self) -> bool:
         return bool(self.tags) or not (
-            self.docid is None and self.type is None and self.section_type is None
+            self.docid is None
+            and self.type is None
+            and self.section_type is None
+            and self.since is None
+            and self.until is None
         )
 
 
@@ -81,6 +91,7 @@ class Hit:
     bodiless: bool = False  # neither body nor code: a heading alone
     in_path: bool = False  # every required clause matched in the path field
     name_factor: float = 1.0  # the query names the hit's page (``_name_boost``)
+    recency: float = 1.0  # the recency decay (``search.when``), also in ``boost``
 
 
 class DocLinks(NamedTuple):
@@ -118,6 +129,10 @@ class LexicalSearcher:
         self.analyzer = analyzer
         self.synonyms = synonyms
         self.cfg = cfg
+        # Time travel (``as_of``): the moment this searcher's index snapshot shows. Its
+        # sections may be retired now; each counts as live in every document it was in.
+        self.at: str | None = None
+        self.timing: Timing | None = None  # since/until/sort/decay of this search
 
     def bm25f_params(self) -> dict[str, Any]:
         """``Index.search``'s BM25F keyword arguments, from the ``[search]`` settings."""
@@ -143,6 +158,9 @@ class LexicalSearcher:
                 docid=filters.docid,
                 type=filters.type,
                 section_type=filters.section_type,
+                since=filters.since,
+                until=filters.until,
+                at=filters.at,
             )
 
     def search(
@@ -163,6 +181,8 @@ class LexicalSearcher:
             ranking = self.rank(
                 parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
             )
+            if self.timing is not None and self.timing.reorders:
+                ranking = self.timing.rerank(self, parsed, ranking, offset + limit, allow, explain)
             page = ranking.hits[offset : offset + limit]
             items = self.hydrate(parsed, page, content=content, explain=explain)
         top = items[0] if items else None
@@ -250,7 +270,7 @@ class LexicalSearcher:
         if not needed:
             return {}
         with self.db.read() as conn:
-            links = _links(self.db, conn, [h.kbid for h in hits])
+            links = self._links(conn, [h.kbid for h in hits])
         factor = 1.0 + boost
         named = False
         for h in maybe:
@@ -264,6 +284,13 @@ class LexicalSearcher:
                 named = True
         if named:
             hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+        return links
+
+    def _links(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
+        """``_links``; under ``as_of``, a section counts as live in each of its documents."""
+        links = _links(self.db, conn, kbids)
+        if self.at is not None:
+            links = {k: DocLinks(dl.docids, dl.docids) for k, dl in links.items()}
         return links
 
     def _name_terms(self, docid: str) -> frozenset[str]:
@@ -287,7 +314,7 @@ class LexicalSearcher:
             return links
         if not links:
             with self.db.read() as conn:
-                links = _links(self.db, conn, [h.kbid for h in hits])
+                links = self._links(conn, [h.kbid for h in hits])
         docs = [d for dl in links.values() for d in dl.live]
         if len(set(docs)) == len(docs):
             return links  # no document has two candidates: every boost is 1
@@ -323,7 +350,7 @@ class LexicalSearcher:
         kbids = [h.kbid for h in page]
         with self.db.read() as conn:
             rows = _hydration_rows(self.db, conn, kbids)
-            links = _links(self.db, conn, kbids)
+            links = self._links(conn, kbids)
         clauses = parsed.clauses
         # Coverage counts the required clauses a hit matched; when all are required (no
         # split identifier's whole form), that is every clause it matched.
@@ -337,7 +364,7 @@ class LexicalSearcher:
         jobs: list[tuple[str, str | None, tuple[int, ...]]] = []
         for h in page:
             row = rows.get(h.kbid)
-            if row is None or row.retired_at is not None:
+            if row is None or (row.retired_at is not None and self.at is None):
                 continue
             matched_clauses, fields = _matched(h.matched)
             job = None
@@ -543,7 +570,7 @@ def _explain(h: Hit) -> dict[str, Any]:
             {"clause": c, "term": t, "field": f, "score": round(s, 6)}
             for c, t, f, s in (h.explain or [])
         ],
-        "sibling_boost": round(h.boost / h.name_factor, 4),
+        "sibling_boost": round(h.boost / h.name_factor / h.recency, 4),
         "relaxed": h.relaxed,
     }
     if h.name_factor != 1.0:

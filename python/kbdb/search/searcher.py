@@ -13,6 +13,8 @@ from kbdb.types import SearchMode, SearchResult
 
 if TYPE_CHECKING:
     from kbdb.context import Context
+    from kbdb.index.vectors import VectorStore
+    from kbdb.search.when import Timing
 
 MAX_LIMIT = 100
 _SEARCH_MODES = get_args(SearchMode)
@@ -37,6 +39,10 @@ class Searcher:
         section_type: str | None,
         content: bool,
         explain: bool,
+        since: object = None,
+        until: object = None,
+        sort: str | None = None,
+        as_of: object = None,
     ) -> SearchResult:
         """See ``KnowledgeBase.search``."""
         ctx = self._ctx
@@ -54,6 +60,10 @@ class Searcher:
                     section_type=section_type,
                     content=content,
                     explain=explain,
+                    since=since,
+                    until=until,
+                    sort=sort,
+                    as_of=as_of,
                 )
                 return dataclasses.replace(result, search_mode=mode)
         if mode not in _SEARCH_MODES:
@@ -77,16 +87,42 @@ class Searcher:
                 f"query is not valid Unicode (lone surrogate at character {e.start})",
                 hint="send the query as UTF-8 text",
             ) from None
+        timing: Timing | None = None
+        half_life = ctx.config.search.recency_half_life
+        if not (since is None and until is None and as_of is None and sort is None) or half_life:
+            from kbdb.search.when import timing as check_timing  # only when asked for
+
+            timing = check_timing(since, until, as_of, sort, half_life)
         filters = (
             Filters(tuple(tags) if tags else None, docid, type, section_type)
             if tags or docid is not None or type is not None or section_type is not None
             else NO_FILTERS
         )
+        if timing is not None:
+            filters = dataclasses.replace(
+                filters, since=timing.since, until=timing.until, at=timing.as_of
+            )
         if mode != "lexical" and not ctx.vectors.enabled:
             raise EmbeddingProviderNotConfiguredError(
                 "Vector search requires a configured embedding provider",
                 hint="set [embedding] provider in worker.toml, e.g. "
                 "'kbdb config set embedding.provider onnx'",
+            )
+
+        def timed(lexical: LexicalSearcher) -> LexicalSearcher:
+            lexical.timing = timing
+            return lexical
+
+        if timing is not None and timing.as_of is not None:
+            return self._as_of(
+                query,
+                mode=mode,
+                timing=timing,
+                limit=limit,
+                offset=offset,
+                filters=filters,
+                content=content,
+                explain=explain,
             )
 
         def search_lexical(lexical: LexicalSearcher) -> SearchResult:
@@ -105,11 +141,11 @@ class Searcher:
             # database: then neither has moved (``LexicalIndex.current``).
             with ctx.db.read():
                 if ctx.index.current():
-                    return search_lexical(ctx.searcher())
+                    return search_lexical(timed(ctx.searcher()))
         # Outside any read snapshot: a catch-up must see the database's current head, not
         # one older than an index another writer has just published.
         ctx.index.refresh()
-        lexical = ctx.searcher()
+        lexical = timed(ctx.searcher())
         stale = mode != "lexical" and ctx.vectors.stale()
         if mode == "lexical" or stale:
             result = search_lexical(lexical)
@@ -119,13 +155,30 @@ class Searcher:
             return dataclasses.replace(
                 result, search_mode=cast(SearchMode, mode), vector_index_stale=True
             )
+        ctx.refresh_vectors()
+        return self._fused(
+            lexical, ctx.vectors, query, mode, limit, offset, filters, content, explain
+        )
+
+    def _fused(
+        self,
+        lexical: LexicalSearcher,
+        vectors: VectorStore,
+        query: str,
+        mode: str,
+        limit: int,
+        offset: int,
+        filters: Filters,
+        content: bool,
+        explain: bool,
+    ) -> SearchResult:
         from kbdb.search.hybrid import search_fused
 
-        ctx.refresh_vectors()
+        ctx = self._ctx
         s = ctx.config.search
         return search_fused(
             lexical,
-            ctx.vectors,
+            vectors,
             query,
             mode=cast(Literal["vector", "hybrid"], mode),
             limit=limit,
@@ -137,3 +190,39 @@ class Searcher:
             fusion=s.fusion,
             linear_weight=s.linear_weight,
         )
+
+    def _as_of(
+        self,
+        query: str,
+        *,
+        mode: str,
+        timing: Timing,
+        limit: int,
+        offset: int,
+        filters: Filters,
+        content: bool,
+        explain: bool,
+    ) -> SearchResult:
+        """A search over the sections live at ``timing.as_of``, in indexes built for that
+        moment (``index/snapshot.py``)."""
+        ctx = self._ctx
+        at = timing.as_of
+        assert at is not None
+        snap = ctx.snapshot(at)
+        lexical = LexicalSearcher(
+            snap.index, ctx.db, ctx.index.analyzer, ctx.synonyms(), ctx.config.search
+        )
+        lexical.at = at
+        lexical.timing = timing
+        stale = mode != "lexical" and ctx.vectors.stale()
+        if mode == "lexical" or stale:
+            result = lexical.search(
+                query, limit=limit, offset=offset, filters=filters, content=content, explain=explain
+            )
+            if not stale:
+                return result
+            return dataclasses.replace(
+                result, search_mode=cast(SearchMode, mode), vector_index_stale=True
+            )
+        vectors = snap.vectors(ctx.vectors)
+        return self._fused(lexical, vectors, query, mode, limit, offset, filters, content, explain)

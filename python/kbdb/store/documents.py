@@ -184,13 +184,38 @@ def apply_document(
 def retire(
     conn: sqlite3.Connection, kbid: str, *, now: str, superseded_by: str | None, reason: str
 ) -> None:
-    """Retire one section: it leaves search but stays readable (SPEC §2)."""
-    conn.execute(
+    """Retire one section: it leaves search but stays readable (SPEC §2). Its open
+    validity interval ends ``now``."""
+    keep_legacy_interval(conn, kbid)
+    retired = conn.execute(
         "UPDATE sections SET retired_at = ?, superseded_by = ?, retire_reason = ?"
         " WHERE kbid = ? AND retired_at IS NULL",
         (now, superseded_by, reason, kbid),
-    )
+    ).rowcount
+    if retired:
+        conn.execute(
+            "UPDATE section_validity SET valid_until = ? WHERE kbid = ? AND valid_until IS NULL",
+            (now, kbid),
+        )
     conn.execute("INSERT INTO changelog(op, kbid) VALUES ('retire', ?)", (kbid,))
+
+
+def keep_legacy_interval(conn: sqlite3.Connection, kbid: str) -> None:
+    """Before a section stored without validity rows changes, record its one interval so
+    far (``created_at`` to ``retired_at``) as a row."""
+    conn.execute(
+        "INSERT INTO section_validity(kbid, valid_from, valid_until)"
+        " SELECT kbid, created_at, retired_at FROM sections WHERE kbid = ?"
+        " AND NOT EXISTS (SELECT 1 FROM section_validity WHERE kbid = ?)",
+        (kbid, kbid),
+    )
+
+
+def _open_interval(conn: sqlite3.Connection, kbid: str, now: str) -> None:
+    conn.execute(
+        "INSERT INTO section_validity(kbid, valid_from, valid_until) VALUES (?, ?, NULL)",
+        (kbid, now),
+    )
 
 
 def _link(conn: sqlite3.Connection, docid: str, kbid: str, ord_: int) -> None:
@@ -237,14 +262,17 @@ def insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
         ),
     ).rowcount
     if inserted:
+        _open_interval(conn, s.kbid, now)
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
         return True
-    # The same content learned again after it was retired is live once more.
+    # The same content learned again after it was retired is live once more, from now.
+    keep_legacy_interval(conn, s.kbid)
     revived = conn.execute(
         "UPDATE sections SET retired_at = NULL, superseded_by = NULL, retire_reason = NULL"
         " WHERE kbid = ? AND retired_at IS NOT NULL",
         (s.kbid,),
     ).rowcount
     if revived:
+        _open_interval(conn, s.kbid, now)
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
     return False

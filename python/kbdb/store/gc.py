@@ -105,6 +105,7 @@ def carry_out(conn: sqlite3.Connection) -> int:
             f"UPDATE sections SET {column} = NULL WHERE {column} IN (SELECT kbid FROM gc_sections)"
         )
     conn.execute("DELETE FROM sections WHERE kbid IN (SELECT kbid FROM gc_sections)")
+    conn.execute("DELETE FROM section_validity WHERE kbid IN (SELECT kbid FROM gc_sections)")
     if signatures.has_tables(conn):  # near-duplicate signatures of sections now gone
         dead = [
             r[0]

@@ -10,6 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from kbdb.store import history
+
 # SQLite's default limit on host parameters is 32766; stay well below it.
 _CHUNK = 900
 
@@ -100,10 +102,23 @@ def allowed_kbids(
     docid: str | None,
     type: str | None,
     section_type: str | None,
+    since: str | None = None,
+    until: str | None = None,
+    at: str | None = None,
 ) -> list[str]:
-    """Live kbids that pass every given filter (tags: all of them)."""
-    where = ["s.retired_at IS NULL"]
+    """Live kbids that pass every given filter (tags: all of them). ``since`` / ``until``:
+    the section's live interval began at or after / before that time. ``at``: sections
+    live at that moment instead of now (a document filter then takes every section ever
+    linked to the document, the links keeping no time)."""
     params: list[Any] = []
+    if at is None:
+        where = ["s.retired_at IS NULL"]
+    else:
+        where = [f"s.kbid IN ({history.started_between(conn, None, None, at)})"]
+        params.extend(history.between_params(None, None, at))
+    if since is not None or until is not None:
+        where.append(f"s.kbid IN ({history.started_between(conn, since, until, at)})")
+        params.extend(history.between_params(since, until, at))
     if type is not None:
         where.append("s.type = ?")
         params.append(type)
@@ -111,7 +126,8 @@ def allowed_kbids(
         where.append("s.section_type = ?")
         params.append(section_type)
     if docid is not None:
-        where.append("s.kbid IN (SELECT kbid FROM document_sections WHERE docid = ? AND live = 1)")
+        live = " AND live = 1" if at is None else ""
+        where.append(f"s.kbid IN (SELECT kbid FROM document_sections WHERE docid = ?{live})")
         params.append(docid)
     for tag in tags or ():
         where.append("s.kbid IN (SELECT kbid FROM section_tags WHERE tag = ?)")

@@ -9,6 +9,8 @@ Tables:
   name); rebuilds reuse it so unchanged sections are not embedded again.
 - ``neardup_sections``, ``neardup_bands``: MinHash band keys of the live sections, for
   near-duplicate candidates (``kbdb.knowledge.neardup``; derived, follows the change log).
+- ``section_validity``: when each section was live, one row per interval (time travel,
+  ``kbdb.store.history``).
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.
@@ -91,8 +93,23 @@ LINKS_INDEX = (
 )
 SCHEMA += LINKS_INDEX + ";\n"
 
+# Validity intervals: one row per span during which a section was live (``valid_until``
+# NULL while it still is). A section learned, retired and learned again has two. Sections
+# stored before the table existed have none: their one interval is ``created_at`` to
+# ``retired_at`` (``kbdb.store.history``), copied here when they next change.
+VALIDITY_TABLE = (
+    "CREATE TABLE IF NOT EXISTS section_validity ("
+    "kbid TEXT NOT NULL, valid_from TEXT NOT NULL, valid_until TEXT)"
+)
+VALIDITY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS section_validity_kbid ON section_validity(kbid, valid_from)"
+)
+SCHEMA += VALIDITY_TABLE + ";\n" + VALIDITY_INDEX + ";\n"
+
 UPGRADES = (
     LINKS_INDEX,
+    VALIDITY_TABLE,
+    VALIDITY_INDEX,
     # Knowledge bases made before the covering index had one on kbid alone.
     "DROP INDEX IF EXISTS document_sections_kbid",
 )

@@ -24,6 +24,8 @@ class HistoryEntry(Record):
     created_at: str
     retired_at: str | None
     reason: str | None  # why it was retired: superseded, revised, removed, forgotten
+    valid_from: str | None = None  # this version's latest live interval (None: never live)
+    valid_until: str | None = None  # its end; None while live
 
 
 @dataclass(frozen=True)

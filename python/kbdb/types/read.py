@@ -28,6 +28,11 @@ class Section(Record):
     retired_at: str | None
     superseded_by: str | None
     retired: bool = False
+    # This version's latest live interval (time travel): from ``valid_from`` until
+    # ``valid_until`` (None while live). A version retired and learned again was live
+    # before too; ``as_of`` searches see every interval.
+    valid_from: str | None = None
+    valid_until: str | None = None
 
 
 @dataclass(frozen=True)

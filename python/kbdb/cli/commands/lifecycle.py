@@ -90,7 +90,9 @@ def revise(
 @global_options
 def history(kbid: str) -> int:
     """The chain of versions KBID belongs to, oldest first, with when each was created and
-    retired and why (superseded, revised, removed, forgotten)."""
+    retired and why (superseded, revised, removed, forgotten), and the interval it was
+    live (valid from, valid until; a version learned again after retirement shows its
+    latest)."""
     from rich import box
     from rich.table import Table
 
@@ -103,11 +105,19 @@ def history(kbid: str) -> int:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("kbid", no_wrap=True, min_width=KBID_WIDTH + 2)
-    for name in ("created", "retired", "reason"):
+    for name in ("created", "retired", "reason", "valid from", "valid until"):
         table.add_column(name, overflow="fold")
     for n, v in enumerate(res.versions, 1):
         mark = " *" if v.kbid == res.kbid else ""
-        table.add_row(str(n), v.kbid + mark, v.created_at, v.retired_at or "live", v.reason or "")
+        table.add_row(
+            str(n),
+            v.kbid + mark,
+            v.created_at,
+            v.retired_at or "live",
+            v.reason or "",
+            v.valid_from or "",
+            v.valid_until or ("live" if v.valid_from else ""),
+        )
     out = console()
     out.print(table)
     out.print("* the kbid asked about", style="dim", markup=False)

@@ -60,6 +60,27 @@ MAX_LIMIT = 100
     "--content", "with_content", is_flag=True, help="Include each section's full content."
 )
 @click.option("--explain", is_flag=True, help="Include each result's score breakdown.")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only sections learned or changed at or after WHEN: 7d (also m, h, w: back from "
+    "now), 2026-11-01 (midnight UTC) or an ISO-8601 timestamp.",
+)
+@click.option(
+    "--until", metavar="WHEN", help="Only sections learned or changed before WHEN (as --since)."
+)
+@click.option(
+    "--sort",
+    type=click.Choice(("relevance", "recent")),
+    default=None,
+    help="relevance (default) or recent: newest first, ties by relevance.",
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    metavar="WHEN",
+    help="Answer from what was live at WHEN (as --since): time travel.",
+)
 @global_options
 def search(
     query: tuple[str, ...],
@@ -72,6 +93,10 @@ def search(
     section_type: str | None,
     with_content: bool,
     explain: bool,
+    since: str | None,
+    until: str | None,
+    sort: str | None,
+    as_of: str | None,
 ) -> int:
     """Search the knowledge base; the words of QUERY are joined with spaces.
 
@@ -98,6 +123,10 @@ def search(
             section_type=section_type,
             content=with_content,
             explain=explain,
+            since=since,
+            until=until,
+            sort=sort,
+            as_of=as_of,
         )
     if st.json:
         emit_json(res.to_dict())

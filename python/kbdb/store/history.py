@@ -1,0 +1,112 @@
+"""The SQL of time: when each section was live (its validity intervals), which sections
+were live at a moment, and which became live in a span (``since`` / ``until``).
+
+Times are the store's UTC text form ``YYYY-MM-DDTHH:MM:SSZ``, which orders as it reads, so
+SQLite compares them as strings. A section's intervals are its ``section_validity`` rows;
+a section stored before that table existed (or imported from a snapshot) has none, and its
+one interval is ``created_at`` to ``retired_at``. An interval holds its start and not its
+end: a section is live at ``T`` when ``valid_from <= T < valid_until`` (or no end).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+# Every interval of every stored section: the table's rows, and for a section without
+# any, its created_at .. retired_at.
+_INTERVALS = (
+    "WITH iv(kbid, valid_from, valid_until) AS ("
+    "SELECT v.kbid, v.valid_from, v.valid_until FROM section_validity v"
+    " JOIN sections s ON s.kbid = v.kbid"
+    " UNION ALL SELECT s.kbid, s.created_at, s.retired_at FROM sections s"
+    " WHERE NOT EXISTS (SELECT 1 FROM section_validity x WHERE x.kbid = s.kbid)) "
+)
+# Before the table exists (an older knowledge base not yet written to by this version).
+_LEGACY_INTERVALS = (
+    "WITH iv(kbid, valid_from, valid_until) AS (SELECT kbid, created_at, retired_at FROM sections) "
+)
+
+_CHUNK = 900
+
+LIVE_AT = "iv.valid_from <= ? AND (iv.valid_until IS NULL OR iv.valid_until > ?)"
+LIVE_NOW = "iv.valid_until IS NULL"
+
+
+def _with(conn: sqlite3.Connection) -> str:
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'section_validity'"
+    ).fetchone()
+    return _INTERVALS if found else _LEGACY_INTERVALS
+
+
+def _live(at: str | None) -> tuple[str, tuple[str, ...]]:
+    """The condition on ``iv`` of the interval live at ``at`` (None: now)."""
+    return (LIVE_NOW, ()) if at is None else (LIVE_AT, (at, at))
+
+
+def intervals(
+    conn: sqlite3.Connection, kbids: Sequence[str]
+) -> dict[str, list[tuple[str, str | None]]]:
+    """Each kbid's ``(valid_from, valid_until)`` intervals, oldest first."""
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    head = _with(conn)
+    for i in range(0, len(kbids), _CHUNK):
+        chunk = kbids[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        for kbid, start, end in conn.execute(
+            f"{head}SELECT kbid, valid_from, valid_until FROM iv WHERE kbid IN ({marks})"
+            " ORDER BY kbid, valid_from",
+            tuple(chunk),
+        ):
+            out.setdefault(kbid, []).append((start, end))
+    return out
+
+
+def live_at(conn: sqlite3.Connection, at: str) -> list[str]:
+    """The kbids live at ``at``, ascending."""
+    cond, params = _live(at)
+    return [
+        r[0]
+        for r in conn.execute(
+            f"{_with(conn)}SELECT DISTINCT kbid FROM iv WHERE {cond} ORDER BY kbid", params
+        )
+    ]
+
+
+def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> dict[str, str]:
+    """When each of ``kbids`` became live for the interval it is in now (``at`` None) or
+    was in at ``at``; kbids in none are left out."""
+    cond, params = _live(at)
+    head = _with(conn)
+    out: dict[str, str] = {}
+    for i in range(0, len(kbids), _CHUNK):
+        chunk = kbids[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        for kbid, start in conn.execute(
+            f"{head}SELECT kbid, MAX(valid_from) FROM iv WHERE {cond}"
+            f" AND kbid IN ({marks}) GROUP BY kbid",
+            (*params, *chunk),
+        ):
+            out[kbid] = start
+    return out
+
+
+def started_between(
+    conn: sqlite3.Connection, since: str | None, until: str | None, at: str | None
+) -> str:
+    """SQL for the kbids live now (``at`` None) or at ``at`` whose interval began at or
+    after ``since`` and before ``until``, as a subquery for ``IN (...)``; its parameters
+    follow from ``between_params``."""
+    cond, _ = _live(at)
+    where = [cond]
+    if since is not None:
+        where.append("iv.valid_from >= ?")
+    if until is not None:
+        where.append("iv.valid_from < ?")
+    return f"{_with(conn)}SELECT kbid FROM iv WHERE {' AND '.join(where)}"
+
+
+def between_params(since: str | None, until: str | None, at: str | None) -> tuple[str, ...]:
+    _, params = _live(at)
+    return (*params, *(v for v in (since, until) if v is not None))
