@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbdb import _core
 from kbdb._log import log
@@ -150,12 +150,24 @@ class VectorStore:
         self, query: str, *, limit: int, allow: Sequence[str] | None
     ) -> list[tuple[str, float]]:
         """The top ``limit`` (kbid, cosine) for ``query``."""
+        if self.index() is None or (allow is not None and not allow):
+            return []
+        return self.search_vector(self.embed_query(query), limit=limit, allow=allow)
+
+    def embed_query(self, query: str) -> Any:
+        """The query's vector (float32), as the scan takes it."""
+        from kbdb.embedding.base import embed_query
+
+        return embed_query(self.provider, query)
+
+    def search_vector(
+        self, vector: Any, *, limit: int, allow: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
+        """The top ``limit`` (kbid, cosine) for an embedded query."""
         index = self.index()
         if index is None or (allow is not None and not allow):
             return []
-        from kbdb.embedding.base import embed_query
-
-        kbids, scores = index.search(embed_query(self.provider, query), limit=limit, allow=allow)
+        kbids, scores = index.search(vector, limit=limit, allow=allow)
         return list(zip(kbids, scores, strict=True))
 
     def snapshot(self, rows: Sequence[q.IndexRow], directory: Path) -> VectorStore:

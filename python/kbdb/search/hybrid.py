@@ -88,8 +88,8 @@ def search_fused(
     timing = lexical.timing
     starts: dict[str, str] = {}
     if timing is not None and timing.reorders:
-        with lexical.db.read() as conn:
-            starts = timing.starts(conn, [f.kbid for f in fused])
+        with lexical.source.read() as conn:
+            starts = lexical.source.starts(conn, [f.kbid for f in fused], timing.as_of)
         fused = timing.order_fused(fused, starts)
     page = [
         _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals)

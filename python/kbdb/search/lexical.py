@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kbdb import _core
 from kbdb.config import SearchConfig
@@ -29,7 +30,7 @@ from kbdb.search.query import ParsedQuery, parse_query
 from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
-from kbdb.store import Database
+from kbdb.store import Database, history
 from kbdb.store import queries as q
 from kbdb.store.db import text_bytes
 from kbdb.types import SearchItem, SearchResult, build, search_item
@@ -113,19 +114,80 @@ class Ranking:
     relaxed: bool
 
 
+class Engine(Protocol):
+    """What the ranking calls of a lexical index: ``_core.Index``, or the fan-out over a
+    collection's shards (``kbdb.shard``)."""
+
+    def search(self, clauses: Any, **kwargs: Any) -> Any: ...
+
+    def search_tiers(self, clauses: Any, *, relaxed_below: int, **kwargs: Any) -> Any: ...
+
+
+class Source(Protocol):
+    """Where a search reads rows, document links and filters: ``read()`` is one
+    consistent snapshot, whose connection (or None) the other calls take."""
+
+    def read(self) -> AbstractContextManager[Any]: ...
+
+    def links(self, conn: Any, kbids: Sequence[str]) -> Links: ...
+
+    def rows(self, conn: Any, kbids: Sequence[str]) -> dict[str, Row]: ...
+
+    def allowed(self, conn: Any, filters: Filters) -> list[str] | None: ...
+
+    def starts(self, conn: Any, kbids: Sequence[str], at: str | None) -> dict[str, str]: ...
+
+
+class DatabaseSource:
+    """A ``Source`` over one knowledge base's database, through its read cache."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.read()
+
+    def links(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
+        return _links(self.db, conn, kbids)
+
+    def rows(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
+        return _hydration_rows(self.db, conn, kbids)
+
+    def allowed(self, conn: sqlite3.Connection, filters: Filters) -> list[str]:
+        return q.allowed_kbids(
+            conn,
+            tags=filters.tags,
+            docid=filters.docid,
+            type=filters.type,
+            section_type=filters.section_type,
+            since=filters.since,
+            until=filters.until,
+            at=filters.at,
+        )
+
+    def starts(
+        self, conn: sqlite3.Connection, kbids: Sequence[str], at: str | None
+    ) -> dict[str, str]:
+        """When each of ``kbids``'s live interval (at ``at``, or now) began."""
+        return history.started(conn, kbids, at)
+
+
 class LexicalSearcher:
     """The lexical path over one index snapshot and one database."""
 
     def __init__(
         self,
-        index: _core.Index,
-        db: Database,
+        index: _core.Index | Engine,
+        db: Database | Source,
         analyzer: _core.Analyzer,
         synonyms: Synonyms | None,
         cfg: SearchConfig,
     ) -> None:
         self.index = index
-        self.db = db
+        # Where rows, links and filters are read: one database, or (``kbdb.shard``) the
+        # shards of a collection. ``db`` is the database when there is one.
+        self.source: Source = DatabaseSource(db) if isinstance(db, Database) else db
+        self.db: Database | None = db if isinstance(db, Database) else None
         self.analyzer = analyzer
         self.synonyms = synonyms
         self.cfg = cfg
@@ -151,17 +213,8 @@ class LexicalSearcher:
         """Live kbids passing the filters, or None when there are no filters."""
         if not filters.any:
             return None
-        with self.db.read() as conn:
-            return q.allowed_kbids(
-                conn,
-                tags=filters.tags,
-                docid=filters.docid,
-                type=filters.type,
-                section_type=filters.section_type,
-                since=filters.since,
-                until=filters.until,
-                at=filters.at,
-            )
+        with self.source.read() as conn:
+            return self.source.allowed(conn, filters)
 
     def search(
         self,
@@ -175,7 +228,7 @@ class LexicalSearcher:
     ) -> SearchResult:
         parsed = self.parse(query)
         # One read snapshot for filters, sibling boost and hydration.
-        with self.db.read():
+        with self.source.read():
             allow = self.allow(filters)
             want = max(CANDIDATES, SIBLING_WINDOW * (offset + limit))
             ranking = self.rank(
@@ -269,7 +322,7 @@ class LexicalSearcher:
         }
         if not needed:
             return {}
-        with self.db.read() as conn:
+        with self.source.read() as conn:
             links = self._links(conn, [h.kbid for h in hits])
         factor = 1.0 + boost
         named = False
@@ -286,9 +339,10 @@ class LexicalSearcher:
             hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
         return links
 
-    def _links(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
-        """``_links``; under ``as_of``, a section counts as live in each of its documents."""
-        links = _links(self.db, conn, kbids)
+    def _links(self, conn: Any, kbids: Sequence[str]) -> Links:
+        """The links of ``kbids``; under ``as_of``, a section counts as live in each of its
+        documents."""
+        links = self.source.links(conn, kbids)
         if self.at is not None:
             links = {k: DocLinks(dl.docids, dl.docids) for k, dl in links.items()}
         return links
@@ -313,7 +367,7 @@ class LexicalSearcher:
         if (boost <= 0 and not bodiless) or len(hits) < 2:
             return links
         if not links:
-            with self.db.read() as conn:
+            with self.source.read() as conn:
                 links = self._links(conn, [h.kbid for h in hits])
         docs = [d for dl in links.values() for d in dl.live]
         if len(set(docs)) == len(docs):
@@ -348,8 +402,8 @@ class LexicalSearcher:
         """Full result items for ``page``; sections retired since the index snapshot are
         dropped."""
         kbids = [h.kbid for h in page]
-        with self.db.read() as conn:
-            rows = _hydration_rows(self.db, conn, kbids)
+        with self.source.read() as conn:
+            rows = self.source.rows(conn, kbids)
             links = self._links(conn, kbids)
         clauses = parsed.clauses
         # Coverage counts the required clauses a hit matched; when all are required (no
@@ -360,7 +414,7 @@ class LexicalSearcher:
         # The hits still shown, each with its row, matched clauses, their fields' mask and
         # the index of its snippet job (None for an image: its snippet is empty). The
         # page's snippets are made in one call.
-        shown: list[tuple[Hit, _Row, tuple[int, ...], int, int | None]] = []
+        shown: list[tuple[Hit, Row, tuple[int, ...], int, int | None]] = []
         jobs: list[tuple[str, str | None, tuple[int, ...]]] = []
         for h in page:
             row = rows.get(h.kbid)
@@ -432,7 +486,7 @@ def _matched(masks: bytes) -> tuple[tuple[int, ...], int]:
     return tuple([i for i, m in enumerate(masks) if m]), fields
 
 
-class _Row(NamedTuple):
+class Row(NamedTuple):
     heading: str
     level: int
     parent: str | None
@@ -449,13 +503,13 @@ class _Row(NamedTuple):
 
 def _hydration_rows(
     db: Database, conn: sqlite3.Connection, kbids: Sequence[str]
-) -> dict[str, _Row]:
+) -> dict[str, Row]:
     """The rows of ``kbids`` that exist, from the read cache or one query per chunk."""
     cache = db.cache()
     if cache is None:
         return _read_rows(conn, kbids)
     table = cache.table("search.rows")
-    out: dict[str, _Row] = {}
+    out: dict[str, Row] = {}
     missing = []
     for k in kbids:
         row = table.get(k)
@@ -470,12 +524,12 @@ def _hydration_rows(
     return out
 
 
-def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, _Row]:
-    out: dict[str, _Row] = {}
+def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
+    out: dict[str, Row] = {}
     for r in q.hit_rows(conn, kbids):
         tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
         body = body_fields(r[4], r[5], None)[0]
-        out[r[0]] = _Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
+        out[r[0]] = Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
     return out
 
 
@@ -486,7 +540,7 @@ _LINK_BYTES = 256
 _ROW_BYTES = 1024
 
 
-def _row_bytes(row: _Row) -> int:
+def _row_bytes(row: Row) -> int:
     size = _ROW_BYTES + text_bytes(row.content) + text_bytes(row.heading)
     size += text_bytes(row.title) + sum(text_bytes(t) for t in row.tags)
     return size + (0 if row.body is row.content else text_bytes(row.body))

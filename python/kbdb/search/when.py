@@ -16,7 +16,6 @@ that moment, and ages count up to that moment instead of now.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Literal, get_args
@@ -26,10 +25,8 @@ from kbdb.config import DURATION_SECONDS, duration_seconds
 from kbdb.errors import InvalidArgumentError
 from kbdb.search.fusion import Fused
 from kbdb.search.lexical import Ranking
-from kbdb.store import history
 
 if TYPE_CHECKING:
-    import sqlite3
 
     from kbdb.search.lexical import Hit, LexicalSearcher
     from kbdb.search.query import ParsedQuery
@@ -110,9 +107,6 @@ class Timing:
             out["half_life"] = self.half_life_text
             out["factor"] = round(factor, 6)
         return out
-
-    def starts(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, str]:
-        return history.started(conn, kbids, self.as_of)
 
     def order_hits(self, hits: list[Hit], starts: dict[str, str], explain: bool) -> list[Hit]:
         """Lexical hits decayed and ordered: strict above relaxed, then newest first for
@@ -205,8 +199,9 @@ def rerank(
     if not complete and t.sort == "recent":
         ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
         complete = True
-    with searcher.db.read() as conn:
-        starts = t.starts(conn, [h.kbid for h in ranking.hits])
+    source = searcher.source
+    with source.read() as conn:
+        starts = source.starts(conn, [h.kbid for h in ranking.hits], t.as_of)
     hits = t.order_hits(ranking.hits, starts, explain)
     if not complete and hits:
         cfg = searcher.cfg
@@ -215,8 +210,8 @@ def rerank(
         last = hits[min(page_end, len(hits)) - 1].score
         if len(hits) < page_end or last < floor:
             ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
-            with searcher.db.read() as conn:
-                starts = t.starts(conn, [h.kbid for h in ranking.hits])
+            with source.read() as conn:
+                starts = source.starts(conn, [h.kbid for h in ranking.hits], t.as_of)
             hits = t.order_hits(ranking.hits, starts, explain)
     return Ranking(hits, ranking.total, ranking.relaxed)
 

@@ -46,6 +46,15 @@ def route(key: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
+def _owner(count: int, shard: int) -> Callable[[str], bool]:
+    """Whether a key (docid, or a loose section's kbid) routes to ``shard``."""
+
+    def owns(key: str) -> bool:
+        return route(key, count) == shard
+
+    return owns
+
+
 @dataclass(frozen=True)
 class Layout:
     """A collection's shards: ``root/shards.toml`` and its ``count`` shard folders."""
@@ -171,11 +180,8 @@ def create(
             try:
                 with ctx.lock.hold():
                     with ctx.db.write() as conn:
-                        docs, secs = sql.keep_only(
-                            conn,
-                            lambda docid, i=i: route(docid, count) == i,
-                            lambda kbid, i=i: route(kbid, count) == i,
-                        )
+                        owns = _owner(count, i)
+                        docs, secs = sql.keep_only(conn, owns, owns)
                     ctx.index.rebuild()
                     with ctx.db.write() as conn:
                         neardup.rebuild(conn)
@@ -221,7 +227,7 @@ def check(layout: Layout, progress: ProgressFn | None = None) -> list[Problem]:
             reports.append(run_check(ctx.db, ctx.index_dir, vector_model=model, progress=None))
             with ctx.db.read() as conn:
                 dangling += [(i, c, k, t) for c, k, t in sql.dangling(conn)]
-                for docid in sql.misrouted(conn, lambda docid, i=i: layout.route(docid) == i):
+                for docid in sql.misrouted(conn, _owner(layout.count, i)):
                     problems.append(
                         Problem(
                             i,

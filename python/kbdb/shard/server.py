@@ -56,11 +56,14 @@ class ShardServer:
         from kbdb.kb import KnowledgeBase
 
         self.index = index
+        self.path = str(path)
         self._kb = KnowledgeBase.open(path)
         self._ctx = self._kb.context
 
     def describe(self) -> dict[str, Any]:
         """What the coordinator checks the shards agree on, and this shard's size."""
+        from kbdb.search.synonyms import load_groups
+
         ctx = self._ctx
         ctx.index.refresh()
         return {
@@ -69,6 +72,8 @@ class ShardServer:
             "analyzer": ctx.index.analyzer.id,
             "search": repr(ctx.config.search),
             "embedding": ctx.config.embedding.model if ctx.vectors.enabled else None,
+            "config": ctx.config,
+            "synonyms": load_groups(ctx.path) if ctx.config.search.synonyms else None,
             "sections": ctx.index.core.doc_count,
         }
 
@@ -90,7 +95,7 @@ class ShardServer:
         )
         return hit_list(strict), None if loose is None else hit_list(loose)
 
-    def links(self, kbids: Sequence[str], at: str | None = None) -> dict[str, DocLinks]:
+    def links(self, kbids: Sequence[str]) -> dict[str, DocLinks]:
         source = self._ctx.searcher().source
         with source.read() as conn:
             return source.links(conn, kbids)
@@ -102,6 +107,15 @@ class ShardServer:
 
     def allowed(self, filters: Filters) -> list[str] | None:
         return self._ctx.searcher().allow(filters)
+
+    def starts(self, kbids: Sequence[str], at: str | None) -> dict[str, str]:
+        source = self._ctx.searcher().source
+        with source.read() as conn:
+            return source.starts(conn, kbids, at)
+
+    def embed_query(self, query: str) -> bytes:
+        """The query's vector as float32 bytes (picklable, as the scan takes them)."""
+        return bytes(memoryview(self._ctx.vectors.embed_query(query)))
 
     def vector_search(
         self, vector: bytes, limit: int, allow: Sequence[str] | None
@@ -120,6 +134,26 @@ class ShardServer:
 
     def forget(self, kbids: Sequence[str], docid: str | None) -> Any:
         return self._kb.forget(*kbids, docid=docid)
+
+    def forget_held(self, kbids: Sequence[str]) -> Any:
+        """``forget`` of those of ``kbids`` this shard holds (None when it holds none)."""
+        held = self._held(kbids)
+        return self._kb.forget(*held) if held else None
+
+    def recall(self, kbids: Sequence[str], docid: str | None) -> Any:
+        return self._kb.recall(*kbids, docid=docid)
+
+    def recall_held(self, kbids: Sequence[str]) -> list[Any]:
+        """The sections of ``kbids`` this shard holds."""
+        held = self._held(kbids)
+        return list(self._kb.recall(*held).sections) if held else []
+
+    def _held(self, kbids: Sequence[str]) -> list[str]:
+        from kbdb.store import shard as sql
+
+        with self._ctx.db.read() as conn:
+            have = sql.has_sections(conn, list(kbids))
+        return [k for k in kbids if k in have]
 
     def stats(self) -> Any:
         return self._kb.stats()
