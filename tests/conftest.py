@@ -81,3 +81,15 @@ def hkb(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
     kb = facts_kb(tmp_path / "kb", model)
     yield kb
     kb.close()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[object]:
+    """One real local Ray cluster for the whole test session (2 CPUs, no dashboard),
+    stopped at its end."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="kbdb")
+    yield ray
+    ray.shutdown()
