@@ -173,9 +173,8 @@ def test_missing_corrupt_and_mismatched_shards_are_named(tmp_path: Path) -> None
     # Corrupt: an index file of shard 1 overwritten.
     seg = next((lay.shard_dir(1) / ".kbdb" / "indexes").rglob("*.seg"))
     seg.write_bytes(b"\0" * seg.stat().st_size)
-    with pytest.raises(kbdb.KbdbError, match="shard 1"):
-        with ShardedKnowledgeBase.open(coll_path) as coll:
-            coll.search("build cache")
+    with pytest.raises(kbdb.KbdbError, match="shard 1"), ShardedKnowledgeBase.open(coll_path) as c:
+        c.search("build cache")
     # Missing: shard 2's folder gone.
     shutil.rmtree(lay.shard_dir(2))
     with pytest.raises(KbNotFoundError, match="shard 2"):

@@ -32,16 +32,18 @@ def _collection(root: Path) -> Path:
 
 def test_ray_actors_answer_as_the_shards_in_process(tmp_path: Path, ray_cluster: object) -> None:
     coll = _collection(tmp_path)
-    with ShardedKnowledgeBase.open(coll) as local:
-        with ShardedKnowledgeBase.open(coll, ray="local") as remote:
-            for q in ("gateway tokens", "service 7 caches", "minutes behind gateway 2"):
-                a, b = local.search(q, limit=20), remote.search(q, limit=20)
-                assert [i.to_dict() for i in b.items] == [i.to_dict() for i in a.items]
-                assert b.total == a.total
-            rep = remote.learn("# Queue\n\nThe queue drains nightly.", docid="ops/queue")
-            assert remote.search("queue drains").items[0].kbid == rep.sections[0].kbid
-            # The write reached the owning shard's files: the in-process view sees it.
-            assert local.search("queue drains").items[0].kbid == rep.sections[0].kbid
+    with (
+        ShardedKnowledgeBase.open(coll) as local,
+        ShardedKnowledgeBase.open(coll, ray="local") as remote,
+    ):
+        for q in ("gateway tokens", "service 7 caches", "minutes behind gateway 2"):
+            a, b = local.search(q, limit=20), remote.search(q, limit=20)
+            assert [i.to_dict() for i in b.items] == [i.to_dict() for i in a.items]
+            assert b.total == a.total
+        rep = remote.learn("# Queue\n\nThe queue drains nightly.", docid="ops/queue")
+        assert remote.search("queue drains").items[0].kbid == rep.sections[0].kbid
+        # The write reached the owning shard's files: the in-process view sees it.
+        assert local.search("queue drains").items[0].kbid == rep.sections[0].kbid
 
 
 def test_served_actors_are_found_by_name(tmp_path: Path, ray_cluster: object) -> None:
