@@ -76,3 +76,42 @@ def check(collection: Path) -> int:
                 style="dim",
             )
     return 0 if not problems else 1
+
+
+@shard.command(short_help="Serve a collection's shards as Ray actors.")
+@click.argument("collection", type=click.Path(path_type=Path))
+@click.option(
+    "--ray",
+    "address",
+    default="auto",
+    show_default=True,
+    metavar="ADDRESS",
+    help="The Ray cluster: 'auto' (the one 'ray start' runs here), HOST:PORT of its head, "
+    "or 'local' (start one in this process).",
+)
+@global_options
+def serve(collection: Path, address: str) -> int:
+    """Start one Ray actor per shard of COLLECTION, spread over the cluster's nodes, and
+    keep them until Ctrl-C or SIGTERM. Coordinators (ShardedKnowledgeBase.open(path,
+    ray=ADDRESS), 'kbdb mcp --shards') find them by name. Every node must see COLLECTION
+    at the same path."""
+    from kbdb.shard import actors, layout
+
+    st = state()
+    lay = layout.load(collection)
+
+    def ready(described: list[dict[str, object]]) -> None:
+        if st.json:
+            emit_json(
+                {"shards": [{k: d[k] for k in ("shard", "path", "sections")} for d in described]}
+            )
+        elif not st.quiet:
+            out = console()
+            for d in described:
+                out.print(
+                    f"shard {d['shard']}: {d['sections']} section(s) at {d['path']}", markup=False
+                )
+            out.print(f"serving {lay.count} shard(s); Ctrl-C stops", markup=False)
+
+    actors.serve(lay, address, ready)
+    return 0
