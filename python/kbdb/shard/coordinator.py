@@ -24,7 +24,7 @@ from kbdb.search.lexical import LexicalSearcher
 from kbdb.search.searcher import check_request, run
 from kbdb.search.synonyms import Synonyms
 from kbdb.shard import layout
-from kbdb.shard.fanout import Fanout, ShardUnavailableError
+from kbdb.shard.fanout import Fanout, RayFanout, ShardUnavailableError
 from kbdb.shard.merge import Owners, ShardedEngine, ShardedSource, ShardedVectors
 from kbdb.shard.server import ShardServer
 from kbdb.types import SearchMode, SearchResult
@@ -153,7 +153,7 @@ class ShardedKnowledgeBase:
         )
         owners = Owners()
         lexical = LexicalSearcher(
-            ShardedEngine(self._fanout, owners),
+            ShardedEngine(self._fanout, owners, prefetch=isinstance(self._fanout, RayFanout)),
             ShardedSource(self._fanout, owners),
             self._analyzer,
             self._synonyms,

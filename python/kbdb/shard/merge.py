@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from kbdb.search.lexical import DocLinks, Filters, Links, Row
 from kbdb.shard.fanout import Fanout
@@ -26,10 +26,12 @@ from kbdb.shard.server import HitList
 
 
 class Owners:
-    """kbid → the shards that hold it, filled as hits are merged."""
+    """kbid → the shards that hold it, filled as hits are merged; and the document links
+    the shards sent along with their hits (``ShardedEngine(prefetch=True)``)."""
 
     def __init__(self) -> None:
         self.of: dict[str, list[int]] = {}
+        self.links: dict[int, dict[str, DocLinks]] = {}
 
     def add(self, shard: int, kbids: Sequence[str]) -> None:
         for k in kbids:
@@ -107,10 +109,21 @@ def merge_hits(parts: Sequence[HitList], limit: int, owners: Owners) -> HitList:
 class ShardedEngine:
     """``_core.Index``'s search calls over a collection's shards."""
 
-    def __init__(self, fanout: Fanout, owners: Owners) -> None:
+    def __init__(self, fanout: Fanout, owners: Owners, *, prefetch: bool = False) -> None:
         self._fanout = fanout
         self._owners = owners
         self._stats: tuple[tuple[str, ...], Any] | None = None
+        # Shards behind a network send their hits' links with them: one round trip less.
+        self._prefetch = prefetch
+
+    def _search_all(self, clauses: Any, kwargs: dict[str, Any]) -> list[HitList]:
+        if not self._prefetch:
+            return cast("list[HitList]", self._fanout.all("search", clauses, kwargs))
+        parts = []
+        for shard, (hits, links) in enumerate(self._fanout.all("search_linked", clauses, kwargs)):
+            self._owners.links.setdefault(shard, {}).update(links)
+            parts.append(hits)
+        return parts
 
     def corpus(self, clauses: Sequence[Any], phrases: Sequence[Any]) -> Any:
         """The collection's statistics for these terms (gathered once per search: a
@@ -134,8 +147,7 @@ class ShardedEngine:
     def search(self, clauses: Any, **kwargs: Any) -> HitList:
         kwargs["corpus"] = self.corpus(clauses, kwargs.get("phrases", ()))
         limit = kwargs.get("limit", 10)
-        parts = self._fanout.all("search", clauses, kwargs)
-        return merge_hits(parts, limit, self._owners)
+        return merge_hits(self._search_all(clauses, kwargs), limit, self._owners)
 
     def search_tiers(
         self, clauses: Any, *, relaxed_below: int, **kwargs: Any
@@ -144,12 +156,12 @@ class ShardedEngine:
         than ``relaxed_below`` (a shard's own answer cannot tell: it holds a part)."""
         kwargs["corpus"] = self.corpus(clauses, kwargs.get("phrases", ()))
         limit = kwargs.get("limit", 10)
-        parts = self._fanout.all("search", clauses, {**kwargs, "require_all": True})
+        parts = self._search_all(clauses, {**kwargs, "require_all": True})
         strict = merge_hits(parts, limit, self._owners)
         if len(strict.kbids) >= relaxed_below:
             return strict, None
         loose_kwargs = {**kwargs, "require_all": False, "phrases": []}
-        loose = merge_hits(self._fanout.all("search", clauses, loose_kwargs), limit, self._owners)
+        loose = merge_hits(self._search_all(clauses, loose_kwargs), limit, self._owners)
         return strict, loose
 
 
@@ -201,13 +213,21 @@ class ShardedSource:
     def links(self, conn: Any, kbids: Sequence[str]) -> Links:
         # A section shared by documents of two shards has links in both.
         calls: dict[int, tuple[list[str]]] = {}
+        got: dict[int, dict[str, DocLinks]] = {}
         for k in kbids:
             for shard in self._owners.of.get(k, ()):
-                calls.setdefault(shard, ([],))[0].append(k)
-        got = self._fanout.some("links", calls)
+                sent = self._owners.links.get(shard, {}).get(k)
+                if sent is not None:
+                    got.setdefault(shard, {})[k] = sent
+                else:
+                    calls.setdefault(shard, ([],))[0].append(k)
+        for shard, links in self._fanout.some("links", calls).items():
+            got.setdefault(shard, {}).update(links)
         out: Links = {}
         for shard in sorted(got):
             for k, dl in got[shard].items():
+                if not dl.docids:
+                    continue  # no links (as the database source leaves it out)
                 prev = out.get(k)
                 if prev is None:
                     out[k] = dl
