@@ -156,6 +156,8 @@ class ShardedEngine:
         than ``relaxed_below`` (a shard's own answer cannot tell: it holds a part)."""
         kwargs["corpus"] = self.corpus(clauses, kwargs.get("phrases", ()))
         limit = kwargs.get("limit", 10)
+        if self._prefetch:
+            return self._tiers_at_once(clauses, relaxed_below, kwargs)
         parts = self._search_all(clauses, {**kwargs, "require_all": True})
         strict = merge_hits(parts, limit, self._owners)
         if len(strict.kbids) >= relaxed_below:
@@ -163,6 +165,33 @@ class ShardedEngine:
         loose_kwargs = {**kwargs, "require_all": False, "phrases": []}
         loose = merge_hits(self._search_all(clauses, loose_kwargs), limit, self._owners)
         return strict, loose
+
+    def _tiers_at_once(
+        self, clauses: Any, relaxed_below: int, kwargs: dict[str, Any]
+    ) -> tuple[HitList, HitList | None]:
+        """``search_tiers`` in one round trip: each shard sends its relaxed hits too when
+        it alone cannot fill ``relaxed_below``; a shard that could did not, so when the
+        merged strict hits still fall short (it then had fewer than the rest lacked),
+        its relaxed hits are asked for in a second round."""
+        limit = kwargs.get("limit", 10)
+        got = self._fanout.all("search_tiers_linked", clauses, relaxed_below, kwargs)
+        for shard, (_, _, links) in enumerate(got):
+            self._owners.links.setdefault(shard, {}).update(links)
+        strict = merge_hits([g[0] for g in got], limit, self._owners)
+        if len(strict.kbids) >= relaxed_below:
+            return strict, None
+        loose_kwargs = {**kwargs, "require_all": False, "phrases": []}
+        missing = {i: (clauses, loose_kwargs) for i, g in enumerate(got) if g[1] is None}
+        extra = self._fanout.some("search_linked", missing) if missing else {}
+        parts = []
+        for i, g in enumerate(got):
+            if g[1] is not None:
+                parts.append(g[1])
+            else:
+                hits, links = extra[i]
+                self._owners.links.setdefault(i, {}).update(links)
+                parts.append(hits)
+        return strict, merge_hits(parts, limit, self._owners)
 
 
 class ShardedVectors:

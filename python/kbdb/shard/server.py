@@ -97,6 +97,20 @@ class ShardServer:
         # A hit without links is sent as empty links: known, not missing.
         return hits, {k: links.get(k, DocLinks((), ())) for k in hits.kbids}
 
+    def search_tiers_linked(
+        self, clauses: Any, relaxed_below: int, kwargs: dict[str, Any]
+    ) -> tuple[HitList, HitList | None, dict[str, DocLinks]]:
+        """The strict hits and, unless this shard alone has ``relaxed_below`` of them (then
+        the collection has too), the relaxed ones, with the links of both: the two tiers
+        of a collection's search in one round trip."""
+        strict = self.search(clauses, {**kwargs, "require_all": True})
+        loose = None
+        if len(strict.kbids) < relaxed_below:
+            loose = self.search(clauses, {**kwargs, "require_all": False, "phrases": []})
+        kbids = list(dict.fromkeys([*strict.kbids, *(loose.kbids if loose else ())]))
+        links = self.links(kbids)
+        return strict, loose, {k: links.get(k, DocLinks((), ())) for k in kbids}
+
     def search_tiers(
         self, clauses: Any, relaxed_below: int, kwargs: dict[str, Any]
     ) -> tuple[HitList, HitList | None]:
