@@ -331,6 +331,26 @@ def test_a_burst_ends_equal_to_a_fresh_learn(tmp_path: Path) -> None:
     fresh.close()
 
 
+@pytest.mark.slow
+def test_a_burst_of_ten_thousand_changes(tmp_path: Path) -> None:
+    kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    w = Running(kb, tree)
+    try:
+        for i in range(10_000):
+            p = tree / f"d{i % 100}" / f"n{i}.md"
+            p.parent.mkdir(exist_ok=True)
+            p.write_text(f"# Note {i}\n\nWord{i}.\n")
+        wait_for(lambda: kb.stats().live_sections == 10_000, timeout=300, what="10,000 files")
+        changes = [b for b in w.batches if b.kind == "change"]
+        assert sum(b.files_learned for b in changes) >= 10_000
+        assert w.alive()
+    finally:
+        w.close()
+    kb.close()
+
+
 # -- the command, in real processes ---------------------------------------------------------
 
 
