@@ -253,6 +253,7 @@ class Watcher:
         forgotten documents with the first; ``stop`` is looked at between batches."""
         batch: list[tuple[str, Pending]] = []
         sections = chars = 0
+        committed = False
         started = time.perf_counter()
         for entry in entries:
             before = len(skipped)
@@ -268,11 +269,13 @@ class Watcher:
             chars += sum(len(s.content) for s in pending.doc.sections)
             if len(batch) >= BATCH_FILES or sections >= self._max_sections or chars >= BATCH_CHARS:
                 self._commit_batch(f, kind, batch, gone, skipped, started, on_batch)
+                committed = True
                 batch, sections, chars, skipped, gone = [], 0, 0, [], set()
                 started = time.perf_counter()
                 if stop.is_set():
                     return
-        if batch or gone or skipped:
+        # A walk always reports, even of an empty folder: it is when the folder synced.
+        if batch or gone or skipped or (kind == "sync" and not committed):
             self._commit_batch(f, kind, batch, gone, skipped, started, on_batch)
 
     def _commit_batch(
