@@ -474,3 +474,21 @@ def test_the_command_names_a_bad_folder(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert "no such folder: nowhere" in run.stderr
+
+
+def test_output_redirected_into_the_watched_folder_is_refused(tmp_path: Path) -> None:
+    # Each batch line would change the file, and the next batch would learn it again.
+    kbdb.KnowledgeBase.init(tmp_path).close()
+    (tmp_path / "tree").mkdir()
+    with (tmp_path / "tree" / "out.txt").open("w") as out:
+        run = subprocess.run(
+            [sys.executable, "-m", "kbdb.cli", "watch", "tree"],
+            cwd=tmp_path,
+            env=cli_env(),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 2
+    assert "inside the watched folder tree" in run.stderr

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kbdb.cli.options import global_options, split_list, state
+from kbdb.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from kbdb.types import WatchBatch
@@ -33,6 +36,27 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _check_output_outside(folders: tuple[str, ...]) -> None:
+    """Refuse an output redirected into a watched folder (``kbdb watch . > out.txt``):
+    each batch's line would change the file, which the next batch learns again, for ever.
+    Linux names an open file in /proc; elsewhere this check is skipped."""
+    roots = [os.path.realpath(f) for f in folders]
+    for fd, stream in ((1, "stdout"), (2, "stderr")):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        for root, folder in zip(roots, folders, strict=True):
+            if target.startswith(root.rstrip(os.sep) + os.sep):
+                raise InvalidArgumentError(
+                    f"{stream} is {target}, inside the watched folder {folder}: every "
+                    "batch would change it and learn it again",
+                    hint="redirect the output to a file outside the watched folders",
+                )
 
 
 def batch_line(b: WatchBatch) -> str:
@@ -66,6 +90,7 @@ def watch(folders: tuple[str, ...], tags: tuple[str, ...]) -> int:
     """
     st = state()
     stop = threading.Event()
+    _check_output_outside(folders)
 
     def on_batch(b: WatchBatch) -> None:
         if st.json:
