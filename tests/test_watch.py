@@ -186,6 +186,32 @@ def test_tree_rules_keep_what_walk_keeps(tmp_path: Path) -> None:
     assert rules.rel(tmp_path / "elsewhere.md") is None
 
 
+def test_tree_rules_treat_links_as_walk_does(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "in.md").write_text("# In\n\nx\n")
+    (tmp_path / "secret.md").write_text("# Secret\n\nx\n")
+    (root / "out.md").symlink_to(tmp_path / "secret.md")
+    (root / "inside.md").symlink_to(root / "real" / "in.md")
+    (root / "linked").symlink_to(root / "real", target_is_directory=True)
+    walked = {e.rel: type(e).__name__ + getattr(e, "code", "") for e in walk(root)}
+    rules = TreeRules(root)
+    asked = {}
+    for rel in ("out.md", "inside.md", "real/in.md", "linked/in.md"):
+        e = rules.entry(rel)
+        if e is not None:
+            asked[rel] = type(e).__name__ + getattr(e, "code", "")
+    assert (
+        walked
+        == asked
+        == {
+            "out.md": "SkippedOUTSIDE_ROOT",
+            "inside.md": "FileEntry",
+            "real/in.md": "FileEntry",
+        }
+    )
+
+
 def test_survives_files_that_vanish_before_they_are_read(kb: Any, docs: Path) -> None:
     w = Running(kb, docs)
     try:
