@@ -228,6 +228,30 @@ def test_survives_files_that_vanish_before_they_are_read(kb: Any, docs: Path) ->
         w.close()
 
 
+def test_a_file_deleted_between_the_walk_and_the_read_is_forgotten(
+    kb: Any, docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbdb.learn.learner import Learner
+
+    w = Running(kb, docs)
+    real = Learner.load_file
+
+    def vanish_first(self: Learner, entry: FileEntry, *args: Any) -> Any:
+        if entry.rel == "alpha.md":  # the watcher found it; it is gone before it is read
+            entry.path.unlink(missing_ok=True)
+        return real(self, entry, *args)
+
+    monkeypatch.setattr(Learner, "load_file", vanish_first)
+    try:
+        (docs / "alpha.md").write_text("# Alpha\n\nThe ibex climbs.\n")
+        wait_for(lambda: "alpha.md" not in live_docids(kb), what="the vanished file forgotten")
+        wait_for(lambda: any(b.files_deleted for b in w.batches), what="its report")
+        assert all(not b.files_skipped for b in w.batches)  # gone, not unreadable
+        assert w.alive()
+    finally:
+        w.close()
+
+
 def test_a_folder_deleted_and_made_again(kb: Any, docs: Path) -> None:
     w = Running(kb, docs)
     try:
