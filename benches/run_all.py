@@ -30,6 +30,7 @@ SCRIPTS = {
     "scale": "bench_scale.py",  # 10k and 100k sections by default (1M: --sizes, by hand)
     "cold_start": "bench_cold_start.py",  # reuses its cached 100k knowledge base
     "cli_hybrid": "bench_cli_hybrid.py",  # learns docker-cli with the model, ~3 minutes
+    "watch": "bench_watch.py",  # a 10,000-file tree, ~3 minutes (60 s of it idle)
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 

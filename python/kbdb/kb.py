@@ -50,7 +50,9 @@ if TYPE_CHECKING:
         SkillList,
         Stats,
         TagList,
+        WatchBatch,
     )
+    from kbdb.watch import Watcher
 
 __all__ = ["KnowledgeBase", "LearnItem", "LearnProgress", "resolve"]
 
@@ -76,6 +78,7 @@ class KnowledgeBase:
         self._searcher = Searcher(self.context)
         self._services: dict[str, Any] = {}
         self._services_lock = threading.RLock()  # a service may need another to be made
+        self._watchers: list[Watcher] = []  # running, for stats
 
     @property
     def path(self) -> Path:
@@ -207,6 +210,29 @@ class KnowledgeBase:
         rules of ``learn``; a bad item raises before its batch is stored."""
         return self._learner().learn_many(items, batch)
 
+    def watch(
+        self,
+        *paths: str | os.PathLike[str],
+        tags: Sequence[str] = (),
+        stop: threading.Event,
+        on_batch: Callable[[WatchBatch], None] | None = None,
+    ) -> None:
+        """Learn folders as ``learn_path`` does, then keep them fresh until ``stop`` is set:
+        changed files are learned again, deleted ones forgotten, in batches that each
+        commit in one transaction (docs/watch.md). Blocks; ``stop`` is looked at between
+        batches only. ``on_batch`` is called after each commit. The folders are checked
+        before anything is learned (INVALID_ARGUMENT: missing, not a folder, nested)."""
+        from kbdb.watch import Watcher
+
+        watcher = Watcher(self.context, self._learner(), [Path(p) for p in paths], check_tags(tags))
+        with self._services_lock:
+            self._watchers.append(watcher)
+        try:
+            watcher.run(stop, on_batch or (lambda _batch: None))
+        finally:
+            with self._services_lock:
+                self._watchers.remove(watcher)
+
     # -- search and read ---------------------------------------------------------------
 
     def search(
@@ -263,8 +289,17 @@ class KnowledgeBase:
         return self._lifecycle().recall(kbids, docid)
 
     def stats(self) -> Stats:
-        """Counts, sizes, the analyzer, the provider, and the index generation."""
-        return self._maintenance().stats()
+        """Counts, sizes, the analyzer, the provider, and the index generation; with a
+        ``watch`` running in this process, the folders it follows (``watching``)."""
+        stats = self._maintenance().stats()
+        with self._services_lock:
+            watchers = list(self._watchers)
+        if not watchers:
+            return stats
+        import dataclasses
+
+        folders = tuple(f for w in watchers for f in w.status())
+        return dataclasses.replace(stats, watching=folders)
 
     def rebuild(
         self,

@@ -38,6 +38,7 @@ spent in collections) and end without the interpreter's teardown (``_quick_exit`
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("init", "init", "Create a knowledge base in PATH/.kbdb."),
     "learn": ("learn", "learn", "Learn files, folders or stdin (-)."),
+    "watch": ("watch", "watch", "Learn folders, then keep them fresh as files change."),
     "search": ("search", "search", "Ranked search."),
     "recall": ("read", "recall", "Full sections by kbid or --docid."),
     # lifecycle: revise, history, forget, docs, outline, tags, related

@@ -173,14 +173,23 @@ def _candidates(root: Path, follow_symlinks: bool = False) -> Iterator[_Candidat
     return iter((_Candidate(root, root.name, _type_of(root.name), None),))
 
 
-def _walk_tree(root: Path, follow_symlinks: bool) -> Iterator[_Candidate]:
+def _walk_tree(
+    root: Path,
+    follow_symlinks: bool,
+    folder: Path | None = None,
+    base: str = "",
+    parent_levels: tuple[IgnoreLevel, ...] = (),
+) -> Iterator[_Candidate]:
+    """The candidates under ``folder`` (default: the root), whose path relative to the
+    root is ``base`` and whose ancestors' rules are ``parent_levels``."""
     real_root = root.resolve()
+    folder = root if folder is None else folder
     # One frame per open folder: its remaining sorted entries, its rel and its rules.
-    listing = _list(root, "")
+    listing = _list(folder, base)
     if isinstance(listing, str):
-        yield _Candidate(root, ".", None, None, listing)
+        yield _Candidate(folder, base or ".", None, None, listing)
         return
-    stack = [(iter(listing), "", _levels((), root, "", listing))]
+    stack = [(iter(listing), base, _levels(parent_levels, folder, base, listing))]
     while stack:
         entries, base, levels = stack[-1]
         entry = next(entries, None)
@@ -211,13 +220,13 @@ def _walk_tree(root: Path, follow_symlinks: bool) -> Iterator[_Candidate]:
         yield _Candidate(Path(entry.path), rel, kind, entry)
 
 
-def _escapes(entry: os.DirEntry[str], real_root: Path) -> str | None:
+def _escapes(entry: os.DirEntry[str] | Path, real_root: Path) -> str | None:
     """Why a symlinked file must not be read (its target is outside the learn root), or
     None for a regular file or a link that stays inside."""
     try:
         if not entry.is_symlink():
             return None
-        target = Path(entry.path).resolve(strict=True)
+        target = Path(entry).resolve(strict=True)
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
         return None  # a broken or looping link: reported as UNREADABLE by the stat
     if target == real_root or real_root in target.parents:
@@ -279,6 +288,117 @@ def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
     if not os.access(path, os.R_OK):
         return Skipped(path, rel, "permission denied", "UNREADABLE")
     return FileEntry(path, rel, candidate.type, st.st_size)
+
+
+class TreeRules:
+    """``walk``'s rules asked one path at a time: what ``walk(root)`` would yield for a
+    path under ``root`` as the tree is now. A watcher hears of single paths and must
+    keep exactly what a learn of the whole folder would keep.
+
+    Each folder's ignore rules are read once and kept: make a new ``TreeRules`` when an
+    ignore file may have changed.
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> None:
+        self.root = Path(root)
+        self._abs_root = os.path.abspath(self.root)
+        self._real_root = self.root.resolve()
+        self._max = max_file_bytes
+        # folder rel -> the rules in force inside it, or None when walk never enters it
+        self._folders: dict[str, tuple[IgnoreLevel, ...] | None] = {}
+
+    def rel(self, path: str | os.PathLike[str]) -> str | None:
+        """``path``'s POSIX path relative to the root ("" for the root itself), or None
+        when it lies outside."""
+        p = os.path.abspath(path)
+        if p == self._abs_root:
+            return ""
+        if not p.startswith(self._abs_root.rstrip(os.sep) + os.sep):
+            return None
+        return Path(os.path.relpath(p, self._abs_root)).as_posix()
+
+    def entry(self, rel: str) -> FileEntry | Skipped | None:
+        """What ``walk(root)`` yields for the file at ``rel`` now, or None when it yields
+        nothing there: the path is missing, a folder, hidden, ignored, inside a folder the
+        walk does not enter, or of an unsupported type."""
+        if not rel:
+            return None
+        folder, _, name = rel.rpartition("/")
+        if _excluded_name(name) or (kind := _type_of(name)) is None:
+            return None
+        levels = self._rules(folder)
+        if levels is None or is_ignored(levels, rel, is_dir=False):
+            return None
+        path = self.root / rel
+        try:
+            st = path.lstat()
+        except OSError:
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        escape = _escapes(path, self._real_root) if stat.S_ISLNK(st.st_mode) else None
+        if escape is not None:
+            return Skipped(path, rel, escape, "OUTSIDE_ROOT")
+        return _inspect(_Candidate(path, rel, kind, None), self._max)
+
+    def walk(self, rel: str) -> Iterator[FileEntry | Skipped]:
+        """What ``walk(root)`` yields under the folder at ``rel`` ("" for the whole
+        tree): nothing when the walk does not enter that folder."""
+        levels = self._rules(rel)
+        if levels is None:
+            return iter(())
+        folder = self.root / rel if rel else self.root
+        parent = self._rules(rel.rpartition("/")[0]) if rel else ()
+        if parent is None:  # pragma: no cover - a folder entered has an entered parent
+            return iter(())
+        candidates = _walk_tree(self.root, False, folder, rel, parent)
+        return (_inspect(c, self._max) for c in candidates)
+
+    def _rules(self, rel: str) -> tuple[IgnoreLevel, ...] | None:
+        """The rules in force inside the folder at ``rel``; None when the walk does not
+        enter it (a hidden or skipped name, an ignored folder, a symlinked folder, or not
+        a folder at all)."""
+        if rel in self._folders:
+            return self._folders[rel]
+        levels: tuple[IgnoreLevel, ...] | None
+        folder = self.root / rel if rel else self.root
+        if rel:
+            parent_rel, _, name = rel.rpartition("/")
+            parent = self._rules(parent_rel)
+            if (
+                parent is None
+                or _excluded_name(name)
+                or not _real_dir(folder)
+                or is_ignored(parent, rel, is_dir=True)
+            ):
+                levels = None
+            else:
+                levels = _levels_of(parent, folder, rel)
+        else:
+            levels = _levels_of((), folder, "") if folder.is_dir() else None
+        self._folders[rel] = levels
+        return levels
+
+
+def _excluded_name(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_NAMES
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _levels_of(parent: tuple[IgnoreLevel, ...], folder: Path, rel: str) -> tuple[IgnoreLevel, ...]:
+    names = [n for n in IGNORE_FILES if (folder / n).is_file()]
+    if not names:
+        return parent
+    level = load_level(folder, rel, names)
+    return parent if level is None else parent + (level,)
 
 
 class FileRejectedError(InvalidArgumentError):

@@ -33,6 +33,7 @@ from kbdb.learn.items import (
 )
 from kbdb.store import DocumentOutcome, apply_document
 from kbdb.store import queries as q
+from kbdb.store.lifecycle import forget_document
 from kbdb.types import LearnReport, NearDuplicate, SectionReport, SkippedFile
 
 if TYPE_CHECKING:
@@ -126,9 +127,14 @@ class Learner:
         )
 
     def learn_pending(
-        self, pending: Sequence[Pending]
+        self, pending: Sequence[Pending], *, forget: Sequence[str] = ()
     ) -> tuple[list[SectionReport], dict[str, int]]:
-        """Store a batch of documents in one transaction, then commit the index."""
+        """Store a batch of documents in one transaction, then commit the index.
+
+        ``forget``: docids whose sections leave in the same transaction (as ``forget
+        --docid`` does: a section another document still holds stays), after the batch is
+        stored, so a file renamed with its content keeps its sections. A watcher's batch
+        of changed and deleted files is then one all-or-nothing change."""
         reports: list[SectionReport] = []
         totals = {
             "documents_added": 0,
@@ -137,8 +143,9 @@ class Learner:
             "sections_added": 0,
             "sections_unchanged": 0,
             "sections_retired": 0,
+            "documents_forgotten": 0,
         }
-        if not pending:
+        if not pending and not forget:
             return reports, totals
         with self._ctx.lock.hold():
             now = utc_now()
@@ -149,6 +156,10 @@ class Learner:
                 live_before = q.live_count(conn) if self._vector_index_missing() else None
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
+                for docid in forget:
+                    retired, _kept = forget_document(conn, docid, now=now)
+                    totals["sections_retired"] += len(retired)
+                    totals["documents_forgotten"] += 1
                 self.near.catch_up(conn)  # in this transaction: atomic with the learn
             failpoints.hit("learn.after_db_commit")
             terms = self._ctx.index.catch_up()
@@ -275,6 +286,14 @@ class Learner:
         if progress:
             progress(LearnProgress(done, total, sections_done, last_path))
         return make_report(reports, totals, skipped, started)
+
+    def load_file(
+        self, entry: FileEntry, tags: Sequence[str], skipped: list[SkippedFile]
+    ) -> Pending | None:
+        """A walked file of a folder learn, read and split as ``learn_paths`` does (its
+        docid is its path relative to the folder); None, with the reason appended to
+        ``skipped``, when it cannot be learned."""
+        return self._load(entry, tags, None, False, skipped)
 
     def _load(
         self,

@@ -94,7 +94,14 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-def serve_http(path: Path, address: str, *, version: str, debug: bool = False) -> None:
+def serve_http(
+    path: Path,
+    address: str,
+    *,
+    version: str,
+    debug: bool = False,
+    watch: tuple[Path, ...] = (),
+) -> None:
     """Serve until interrupted. Raises INVALID_ARGUMENT before binding when the address or
     the token is wrong."""
     host, port = parse_address(address)
@@ -107,7 +114,7 @@ def serve_http(path: Path, address: str, *, version: str, debug: bool = False) -
 
     hub = LogHub()
     setup_logging(hub, debug=debug)
-    kb_host = KbHost(path)
+    kb_host = KbHost(path, watch)
     server = build_server(kb_host, hub, version=version)
     app: Any = server.streamable_http_app(streamable_http_path=PATH, host=host)
     if token is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -69,8 +70,13 @@ class KbHost:
     knowledge base is opened with it, so the tool descriptions built from it describe what
     the calls do."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, watch: tuple[Path, ...] = ()) -> None:
         self.path = path
+        # Folders kept fresh in the background (``kbdb mcp --watch``), from the moment
+        # the knowledge base opens until the server stops.
+        self.watch = watch
+        self._watch_stop = threading.Event()
+        self._watch_thread: threading.Thread | None = None
         self.config: Config | None
         try:
             # kbdb.context.CONFIG_NAME: that module loads the engine, which waits for a client.
@@ -99,6 +105,8 @@ class KbHost:
                         await anyio.to_thread.run_sync(kb.stats)
                     except KbdbError as exc:  # e.g. INDEX_CORRUPT: the tools report it, and
                         log.warning("%s", exc)  # `rebuild` must stay reachable to repair it
+                    if self.watch:
+                        self._start_watch(kb)
                     self._kb = kb
                     log.info("knowledge base %s open", self._kb.path)
         return self._kb
@@ -116,7 +124,36 @@ class KbHost:
                 self._checked = True
         return self._health
 
+    def _start_watch(self, kb: KnowledgeBase) -> None:
+        """Follow the watched folders on a thread of their own: each batch commits in one
+        transaction, so a tool call sees a batch whole or not at all."""
+
+        def on_batch(b: Any) -> None:
+            log.info(
+                "watch %s: +%d ~%d -%d sections in %.0f ms",
+                b.folder,
+                b.sections_added,
+                b.sections_superseded,
+                b.sections_retired,
+                b.elapsed_ms,
+            )
+
+        def run() -> None:
+            try:
+                kb.watch(*self.watch, stop=self._watch_stop, on_batch=on_batch)
+            except KbdbError as exc:
+                log.error("watching stopped: %s", exc)
+            except Exception:  # the thread's last word: searches go on without it
+                log.exception("watching stopped")
+
+        self._watch_thread = threading.Thread(target=run, name="kbdb-watch", daemon=True)
+        self._watch_thread.start()
+
     def close(self) -> None:
+        self._watch_stop.set()
+        if self._watch_thread is not None:
+            # Stops between batches: wait for the one being committed, not for ever.
+            self._watch_thread.join(timeout=60)
         if self._kb is not None:
             self._kb.close()
 
@@ -340,13 +377,16 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     return server
 
 
-def serve_stdio(path: Path, *, version: str, debug: bool = False) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin."""
+def serve_stdio(
+    path: Path, *, version: str, debug: bool = False, watch: tuple[Path, ...] = ()
+) -> None:
+    """Serve MCP over stdin/stdout until the client closes stdin; keep the ``watch``
+    folders fresh meanwhile."""
     from mcp.server.stdio import stdio_server
 
     hub = LogHub()
     setup_logging(hub, debug=debug)
-    host = KbHost(path)
+    host = KbHost(path, watch)
     server = build_server(host, hub, version=version)
 
     async def main() -> None:

@@ -485,7 +485,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         True,
         "Counts (documents, sections, tags), sizes on disk, the analyzer, the embedding "
-        "provider and model, whether the vector index is stale, and the index generation.",
+        "provider and model, whether the vector index is stale, and the index generation; "
+        "when the server keeps folders fresh (--watch), `watching`: each folder and when it "
+        "last synced.",
         {},
         (),
         Stats,

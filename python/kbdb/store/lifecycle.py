@@ -213,3 +213,15 @@ def tag_counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
             " GROUP BY st.tag ORDER BY n DESC, st.tag"
         )
     ]
+
+
+
+def live_source_paths(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(docid, source_path) of every document learned from a file that still has a live
+    section, by source path (as learn recorded it: the path given, joined with the
+    file's path below it)."""
+    rows = conn.execute(
+        "SELECT d.docid, d.source_path FROM documents d"
+        f" WHERE d.source_path IS NOT NULL AND {_HAS_LIVE} ORDER BY d.source_path"
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]

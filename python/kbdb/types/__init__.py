@@ -58,6 +58,8 @@ _LAZY: dict[str, str] = {
     "ExportReport": "maintenance",
     "GcReport": "maintenance",
     "ImportReport": "maintenance",
+    "WatchBatch": "watch",
+    "WatchedFolder": "watch",
 }
 """Each lazily loaded name and its module in ``kbdb.types``."""
 
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from kbdb.types.lifecycle import *  # noqa: F403
     from kbdb.types.maintenance import *  # noqa: F403
     from kbdb.types.read import *  # noqa: F403
+    from kbdb.types.watch import *  # noqa: F403
 else:
 
     def __getattr__(name: str) -> Any:

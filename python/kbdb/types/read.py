@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdb.types.base import Record
+from kbdb.types.watch import WatchedFolder
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,7 @@ class Stats(Record):
     vector_index_stale: bool
     path: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # The folders this process keeps fresh (``kbdb mcp --watch``); left out otherwise.
+    watching: tuple[WatchedFolder, ...] | None = None
+
+    _optional = frozenset({"watching"})

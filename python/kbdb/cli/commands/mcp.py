@@ -5,6 +5,8 @@ The MCP SDK is imported inside the command, so that no other command pays for it
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kbdb.cli.options import global_options, state, version
@@ -19,8 +21,16 @@ from kbdb.cli.options import global_options, state, version
     "127.0.0.1; any other address needs a token in $KBDB_MCP_TOKEN, which clients send as "
     "'Authorization: Bearer <token>'.",
 )
+@click.option(
+    "--watch",
+    "watch",
+    multiple=True,
+    metavar="FOLDER",
+    help="Keep FOLDER fresh while serving, as 'kbdb watch FOLDER' does (repeatable). "
+    "The stats tool reports what is watched and when it last synced.",
+)
 @global_options
-def mcp(address: str | None) -> int:
+def mcp(address: str | None, watch: tuple[str, ...]) -> int:
     """Serve MCP: 19 tools (search, recall, learn, ...), resources and a memory prompt.
 
     Over stdio (the default) an MCP client such as Claude Desktop or Claude Code starts
@@ -31,12 +41,17 @@ def mcp(address: str | None) -> int:
 
     st = state()
     path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call
+    folders: tuple[Path, ...] = ()
+    if watch:
+        from kbdb.watch import check_folders
+
+        folders = tuple(check_folders(watch))  # a bad folder fails now too (exit 2)
     if address is not None:
         from kbdb.mcp.http import serve_http
 
-        serve_http(path, address, version=version(), debug=st.debug)
+        serve_http(path, address, version=version(), debug=st.debug, watch=folders)
     else:
         from kbdb.mcp.server import serve_stdio
 
-        serve_stdio(path, version=version(), debug=st.debug)
+        serve_stdio(path, version=version(), debug=st.debug, watch=folders)
     return 0
