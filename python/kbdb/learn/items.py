@@ -38,6 +38,12 @@ def slug(text: str) -> str:
     return s[:80] or "note"
 
 
+def item_docid(item: LearnItem) -> str:
+    """The docid a learned item is stored under: its own, or one made from its title (or
+    its first eight words)."""
+    return item.docid or slug(item.title or " ".join(item.content.split()[:8]))
+
+
 @dataclass(frozen=True)
 class LearnItem:
     """One block of content for ``KnowledgeBase.learn_many`` (the parameters of ``learn``)."""

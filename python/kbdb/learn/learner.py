@@ -28,7 +28,7 @@ from kbdb.learn.items import (
     Pending,
     ProgressFn,
     build_document,
-    slug,
+    item_docid,
     utc_now,
 )
 from kbdb.store import DocumentOutcome, apply_document
@@ -112,7 +112,7 @@ class Learner:
                 f"content is over learn.max_file_bytes ({limit})",
                 hint="split it, or raise learn.max_file_bytes",
             )
-        doc = item.docid or slug(item.title or " ".join(item.content.split()[:8]))
+        doc = item_docid(item)
         return build_document(
             docid=doc,
             source=doc,
