@@ -56,10 +56,12 @@ def record_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     store = kbdb.learn.Learner.learn_pending
 
-    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
+    def recording(
+        self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending], *args: object
+    ) -> object:
         if pending:
             seen.append(len(pending))
-        return store(self, pending)
+        return store(self, pending, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
     return seen
