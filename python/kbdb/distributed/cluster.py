@@ -108,7 +108,7 @@ def connect(address: str) -> Iterator[Any]:
     if ray.is_initialized():
         yield ray
         return
-    options: dict[str, Any] = {"logging_level": logging.WARNING, "include_dashboard": False}
+    options: dict[str, Any] = {"logging_level": logging.ERROR, "include_dashboard": False}
     if address == AUTO:
         options["address"] = AUTO
     elif address != LOCAL:
@@ -136,4 +136,4 @@ def quiet_ray_data(ray: Any) -> None:
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)

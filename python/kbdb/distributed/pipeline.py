@@ -98,17 +98,18 @@ def learn_paths(
     stats = stats if stats is not None else RunStats()
     with connect(address) as ray:
         cached = _cached_keys(ctx) if embedder is not None else _no_keys()
-        ds = _dataset(ray, rows, _blocks(len(rows), FILES_PER_BLOCK))
+        blocks = _blocks(len(rows), FILES_PER_BLOCK)
+        ds = _dataset(ray, rows, blocks)
         ds = ds.map_batches(
             parse_files,
             batch_size=None,
             batch_format="numpy",
             fn_kwargs={"tags": list(tags), "docid": docid, "cached": cached},
             num_cpus=PARSE_CPUS,
-            compute=ray.data.TaskPoolStrategy(size=_cores(ray)),
+            compute=ray.data.TaskPoolStrategy(size=min(blocks, _cores(ray))),
         )
         if embedder is not None:
-            ds = _embed(ds, ray, embedder, actors)
+            ds = _embed(ds, ray, embedder, min(blocks, actors or _cores(ray)))
         parsed = _stream(ds, stats, embedded=embedder is not None)
         return learner.store_files(
             parsed,
@@ -148,7 +149,7 @@ def embed_sections(
     done = 0
     with connect(address) as ray:
         ds = _dataset(ray, rows, len(rows))
-        ds = _embed(ds, ray, embedder, actors)
+        ds = _embed(ds, ray, embedder, min(len(rows), actors or _cores(ray)))
         waiting: list[tuple[str, bytes]] = []
         for item in _stream(ds, stats, embedded=True, files=False):
             waiting.extend(item.embeddings)
@@ -212,8 +213,9 @@ def _embedder_args(ctx: Context) -> _EmbedderArgs | None:
     )
 
 
-def _embed(ds: Any, ray: Any, args: _EmbedderArgs, actors: int | None) -> Any:
-    """``ds`` through a pool of single-core embedding actors."""
+def _embed(ds: Any, ray: Any, args: _EmbedderArgs, actors: int) -> Any:
+    """``ds`` through a pool of ``actors`` single-core embedding actors (no more than
+    there are blocks: an actor without a block would only load the model)."""
     return ds.map_batches(
         Embedder,
         batch_size=None,
@@ -229,7 +231,7 @@ def _embed(ds: Any, ray: Any, args: _EmbedderArgs, actors: int | None) -> Any:
         # (max_restarts and max_task_retries default to -1 for actor pools, and Ray 2.60
         # deprecates setting them here); a task whose worker died runs again up to three
         # times (Ray's max_retries), and an exception in our code is not retried.
-        compute=ray.data.ActorPoolStrategy(size=actors or _cores(ray)),
+        compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=1,
         runtime_env=_failpoint_env(),
     )
