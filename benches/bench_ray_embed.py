@@ -34,9 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import CORPORA, SHARED, print_table, ratio, write_result  # noqa: E402
-
 import kbdb  # noqa: E402
+from common import CORPORA, SHARED, print_table, ratio, write_result  # noqa: E402
 from kbdb.config import set_value  # noqa: E402
 from kbdb.distributed import RunStats, learn_paths, pipeline  # noqa: E402
 
@@ -163,11 +162,27 @@ def main() -> None:
     write_result("ray_embed", result)
     print_table(
         f"Ray embedding, {sections} sections, {args.cores} cores (same run)",
-        ["run", "texts/s", "wall s", "blocks", "model s/block", "wall s/block/actor",
-         "overhead s/block", "actors busy"],
         [
-            [r["run"], r["texts_per_s"], r["wall_s"], r["blocks"], r["model_s_per_block"],
-             r["wall_s_per_block_per_actor"], r["overhead_s_per_block"], r["actor_busy"]]
+            "run",
+            "texts/s",
+            "wall s",
+            "blocks",
+            "model s/block",
+            "wall s/block/actor",
+            "overhead s/block",
+            "actors busy",
+        ],
+        [
+            [
+                r["run"],
+                r["texts_per_s"],
+                r["wall_s"],
+                r["blocks"],
+                r["model_s_per_block"],
+                r["wall_s_per_block_per_actor"],
+                r["overhead_s_per_block"],
+                r["actor_busy"],
+            ]
             for r in [*embeds, learn_row]
         ],
     )
@@ -177,8 +192,11 @@ def main() -> None:
         [
             [f"embed speed-up, {args.cores} actors vs 1", speedup, ">= 1.7"],
             ["scaling efficiency", result["scaling_efficiency"], ">= 0.85"],
-            ["learn: Ray (1 thread x actors) vs local (threads = cores), sections/s",
-             result["learn_ray_vs_local"], ">= 1.0"],
+            [
+                "learn: Ray (1 thread x actors) vs local (threads = cores), sections/s",
+                result["learn_ray_vs_local"],
+                ">= 1.0",
+            ],
             ["local learn sections/s", local_rate, ""],
             ["Ray learn sections/s", ray_rate, ""],
             ["cluster start s (not in the rows)", cluster_start, ""],

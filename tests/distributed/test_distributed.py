@@ -15,17 +15,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.cli.conftest import cli_env
+from tests.distributed.conftest import onnx_kb
 
 import kbdb
 from kbdb import _core
 from kbdb.distributed import RunStats, learn_paths, pipeline
 from kbdb.embedding.local import OnnxEmbeddingProvider
 from kbdb.ingest import count_files
-from tests.cli.conftest import cli_env
-from tests.distributed.conftest import onnx_kb
 
 # Lines of an export that say when, not what.
-_WHEN = re.compile(r"^(created_at|updated_at|retired_at|exported_at|valid_from|valid_until) = .*$", re.M)
+_WHEN = re.compile(
+    r"^(created_at|updated_at|retired_at|exported_at|valid_from|valid_until) = .*$", re.M
+)
 
 
 def exported(kb: kbdb.KnowledgeBase, into: Path) -> dict[str, str]:
@@ -93,9 +95,11 @@ def test_a_ray_learn_equals_a_local_learn(
     local = local_kb.learn_path(tree)  # a second local learn: every file unchanged
     assert report.sections_added == local.sections_unchanged > 30
     assert [s.kbid for s in report.sections] == [s.kbid for s in local.sections]
-    assert [(f.path, f.code) for f in report.files_skipped] == [
-        (f.path, f.code) for f in local.files_skipped
-    ] == [(str(tree / "latin1.md"), "INVALID_UTF8")]
+    assert (
+        [(f.path, f.code) for f in report.files_skipped]
+        == [(f.path, f.code) for f in local.files_skipped]
+        == [(str(tree / "latin1.md"), "INVALID_UTF8")]
+    )
     assert seen[-1] == count_files(tree)  # drafts/ is ignored, as in a local learn
     assert_same_base(local_kb, kb, tmp_path / "exports")
     kb.close()

@@ -143,9 +143,7 @@ def embed_sections(
         return 0
     stats = stats if stats is not None else RunStats()
     chunks = [todo[i : i + TEXTS_PER_BLOCK] for i in range(0, len(todo), TEXTS_PER_BLOCK)]
-    rows = [
-        {"ord": i, "payload": b"", "texts": pickle.dumps(c)} for i, c in enumerate(chunks)
-    ]
+    rows = [{"ord": i, "payload": b"", "texts": pickle.dumps(c)} for i, c in enumerate(chunks)]
     done = 0
     with connect(address) as ray:
         ds = _dataset(ray, rows, len(rows))
@@ -245,7 +243,9 @@ def _failpoint_env() -> dict[str, Any] | None:
     return {"env_vars": {"KBDB_FAILPOINT": spec}}
 
 
-def _stream(ds: Any, stats: RunStats, *, embedded: bool, files: bool = True) -> Iterator[ParsedFile]:
+def _stream(
+    ds: Any, stats: RunStats, *, embedded: bool, files: bool = True
+) -> Iterator[ParsedFile]:
     """The rows of ``ds``, in order, as parsed files carrying their vectors."""
     started = time.perf_counter()
     try:

@@ -22,7 +22,7 @@ from kbdb import failpoints
 from kbdb.embedding.files import ModelFiles
 from kbdb.errors import EmbeddingFailedError
 from kbdb.index.vectors import embedding_text, text_sha
-from kbdb.learn import ParsedFile, parse_file
+from kbdb.learn import parse_file
 
 Batch = dict[str, Any]
 """A Ray Data batch in the ``numpy`` format: column name -> array."""
@@ -141,4 +141,3 @@ class Embedder:
             "vectors": np.array(out, dtype=object),
             "embed_seconds": timing,
         }
-

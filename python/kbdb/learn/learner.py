@@ -355,9 +355,7 @@ def parse_file(
         reason = getattr(e, "reason", None) or e.message
         return ParsedFile(path, None, SkippedFile(path, reason, _skip_code(e)))
     except OSError as e:
-        return ParsedFile(
-            path, None, SkippedFile(path, f"cannot read: {e.strerror}", "UNREADABLE")
-        )
+        return ParsedFile(path, None, SkippedFile(path, f"cannot read: {e.strerror}", "UNREADABLE"))
     if docid is None:
         doc = entry.rel
     elif single_file:
