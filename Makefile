@@ -22,7 +22,8 @@ $(STAMP): $(PY_DEPS)
 
 venv: $(STAMP) ## create .venv with the build and test tools
 
-# maturin installs the package's dependencies and the dev extras from pyproject.toml.
+# maturin installs the package's dependencies and the dev extras from pyproject.toml (dev
+# includes the ray extra, so the distributed tests run a real local Ray cluster).
 $(EXT_STAMP): $(STAMP) $(RUST_SOURCES) pyproject.toml
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 		$(VENV)/bin/maturin develop --release --quiet --extras dev

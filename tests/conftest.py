@@ -56,10 +56,12 @@ def record_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     store = kbdb.learn.Learner.learn_pending
 
-    def recording(self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending]) -> object:
+    def recording(
+        self: kbdb.learn.Learner, pending: list[kbdb.learn.Pending], *args: object
+    ) -> object:
         if pending:
             seen.append(len(pending))
-        return store(self, pending)
+        return store(self, pending, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(kbdb.learn.Learner, "learn_pending", recording)
     return seen
@@ -85,11 +87,19 @@ def hkb(tmp_path: Path, model: Path) -> Iterator[kbdb.KnowledgeBase]:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[object]:
-    """One real local Ray cluster for the whole test session (2 CPUs, no dashboard),
-    stopped at its end."""
-    import ray
+    """One real local Ray cluster for the whole test session (2 CPUs, no dashboard; a
+    start costs a few seconds), stopped at its end. Code under test finds it initialized
+    and uses it."""
+    import logging
 
+    try:
+        import ray
+    except ImportError:
+        pytest.fail(
+            "the Ray tests need Ray: pip install -e '.[dev]' (it includes kbdb[ray])",
+            pytrace=False,
+        )
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="kbdb")
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
     yield ray
     ray.shutdown()

@@ -161,13 +161,29 @@ class KnowledgeBase:
         docid: str | None = None,
         progress: ProgressFn | None = None,
         notable_only: bool = False,
+        ray: str | None = None,
     ) -> LearnReport:
         """Learn files and folders (recursively). Bad files are reported and skipped.
         ``notable_only``: ``sections`` holds only the reports with warnings,
         near-duplicates or a failed embedding (the counts cover all), so that learning a
-        large tree does not hold one report per section."""
+        large tree does not hold one report per section. ``ray``: read, split and embed
+        on a Ray cluster and store here, with the same result (``"local"``, ``"auto"``,
+        ``"HOST:PORT"`` or ``"ray://HOST:PORT"``; docs/scale.md; needs ``kbdb[ray]``)."""
         if not paths:
             raise InvalidArgumentError("learn_path needs at least one path")
+        if ray is not None:
+            from kbdb.distributed import learn_paths
+
+            return learn_paths(
+                self.context,
+                self._learner(),
+                [Path(p) for p in paths],
+                tags=check_tags(tags),
+                docid=docid,
+                progress=progress,
+                notable_only=notable_only,
+                address=ray,
+            )
         return self._learner().learn_paths(
             [Path(p) for p in paths],
             tags=check_tags(tags),
@@ -308,12 +324,14 @@ class KnowledgeBase:
         vectors: bool = True,
         reembed: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        ray: str | None = None,
     ) -> RebuildReport:
         """Regenerate the indexes from the database. Repairs missing or corrupt index
         files; the old index keeps serving readers until the new one is published.
         Embeddings are reused from the cache unless ``reembed``. ``progress(done, total)``
-        follows the sections read for the lexical index, then those embedded."""
-        return self._maintenance().rebuild(lexical, vectors, reembed, progress)
+        follows the sections read for the lexical index, then those embedded. ``ray``:
+        embed on a Ray cluster first, as :meth:`learn_path` does."""
+        return self._maintenance().rebuild(lexical, vectors, reembed, progress, ray)
 
     # -- correct and navigate: revise, history, forget, documents, outline, tags, related --
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.cli.conftest import cli_env, python_c
 
-HEAVY = ("onnxruntime", "mcp", "httpx", "numpy", "tokenizers")
+HEAVY = ("onnxruntime", "mcp", "httpx", "numpy", "tokenizers", "ray")
 # kbdb modules a lexical search must not import: learning, near-duplicates, the lifecycle,
 # contradictions, skills, fusion, maintenance, the embedding providers, the result classes
 # of other commands (the lazy modules of kbdb.types), and every command module but search.

@@ -211,3 +211,19 @@ def version() -> str:
         from kbdb import __version__
 
         return __version__
+
+
+def ray_option(what: str) -> Callable[[F], F]:
+    """``--ray [ADDRESS]``: run ``what`` on a Ray cluster. Alone it means ``local`` (start
+    one here, or join the one ``ray start`` left running); ``auto``, ``HOST:PORT`` or
+    ``ray://HOST:PORT`` name a cluster. Ray is imported only when the command runs."""
+    return click.option(
+        "--ray",
+        "ray",
+        is_flag=False,
+        flag_value="local",
+        default=None,
+        metavar="[ADDRESS]",
+        help=f"{what} on a Ray cluster (needs kbdb[ray]). ADDRESS: auto, HOST:PORT or "
+        "ray://HOST:PORT; alone, a local Ray. Give it after the paths or as --ray=ADDRESS.",
+    )

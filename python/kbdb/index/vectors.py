@@ -277,6 +277,36 @@ class VectorStore:
         self._index = index
         return len(kbids)
 
+    # -- embedding elsewhere (a Ray cluster) through the cache ---------------------------
+
+    def cached_shas(self) -> list[str]:
+        """The text SHA-256s the embedding cache holds for this provider's model."""
+        with self._db.read() as conn:
+            return q.embedding_shas(conn, self.model_name)
+
+    def texts_to_embed(self, *, reembed: bool) -> list[tuple[str, str]]:
+        """``(text SHA-256, text)`` of the live sections' embedding texts, one per distinct
+        text, leaving out those the cache holds for this model unless ``reembed``: what
+        a rebuild would send to the provider."""
+        texts: dict[str, str] = {}
+        with self._db.read() as conn:
+            for batch in q.iter_live_index_rows(conn):
+                for _, heading, content, type_, title, description, *_ in batch:
+                    text = embedding_text(heading, content, type_, title, description)
+                    if text is not None:
+                        texts.setdefault(text_sha(text), text)
+            if not reembed and texts:
+                cached = set(q.embedding_shas(conn, self.model_name))
+                texts = {sha: t for sha, t in texts.items() if sha not in cached}
+        return list(texts.items())
+
+    def store_embeddings(self, rows: Sequence[tuple[str, bytes]]) -> None:
+        """Cache ``(text SHA-256, float32 bytes)`` made elsewhere for this model (the
+        caller holds the writer lock)."""
+        if rows:
+            with self._db.write() as conn:
+                q.store_embeddings(conn, self.model_name, rows)
+
     def _embed_rows(
         self,
         rows: Sequence[q.IndexRow],

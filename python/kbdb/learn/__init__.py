@@ -10,17 +10,27 @@ from kbdb.learn.items import (
     slug,
     utc_now,
 )
-from kbdb.learn.learner import Learner, is_notable, make_report
+from kbdb.learn.learner import (
+    Learner,
+    ParsedFile,
+    check_paths,
+    is_notable,
+    make_report,
+    parse_file,
+)
 
 __all__ = [
     "LearnItem",
     "LearnProgress",
     "Learner",
+    "ParsedFile",
     "Pending",
     "ProgressFn",
     "build_document",
+    "check_paths",
     "is_notable",
     "make_report",
+    "parse_file",
     "slug",
     "utc_now",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,14 +128,20 @@ class Learner:
         )
 
     def learn_pending(
-        self, pending: Sequence[Pending], *, forget: Sequence[str] = ()
+        self,
+        pending: Sequence[Pending],
+        embeddings: Sequence[tuple[str, bytes]] = (),
+        *,
+        forget: Sequence[str] = (),
     ) -> tuple[list[SectionReport], dict[str, int]]:
         """Store a batch of documents in one transaction, then commit the index.
 
-        ``forget``: docids whose sections leave in the same transaction (as ``forget
-        --docid`` does: a section another document still holds stays), after the batch is
-        stored, so a file renamed with its content keeps its sections. A watcher's batch
-        of changed and deleted files is then one all-or-nothing change."""
+        ``embeddings``: ``(text SHA-256, float32 bytes)`` made elsewhere, cached in the
+        same transaction for the vector catch-up. ``forget``: docids whose sections leave
+        in the same transaction (as ``forget --docid`` does: a section another document
+        still holds stays), after the batch is stored, so a file renamed with its content
+        keeps its sections. A watcher's batch of changed and deleted files is then one
+        all-or-nothing change."""
         reports: list[SectionReport] = []
         totals = {
             "documents_added": 0,
@@ -154,6 +161,8 @@ class Learner:
                 # Only a missing vector index needs the count (a full scan: 50 ms at 40k
                 # sections, most of a one-section learn; docs/knowledge.md).
                 live_before = q.live_count(conn) if self._vector_index_missing() else None
+                if embeddings:
+                    q.store_embeddings(conn, self._ctx.vectors.model_name, embeddings)
                 for p in pending:
                     outcomes.append(apply_document(conn, p.doc, mode=p.mode, now=now))
                 for docid in forget:
@@ -236,52 +245,71 @@ class Learner:
         CLI's text output prints nothing else, so it asks for this and a learn of a large
         tree runs in flat memory instead of holding one report per section."""
         started = time.perf_counter()
-        max_file_bytes = self._ctx.config.learn.max_file_bytes
-        paths = list(paths)
-        for p in paths:
-            if not p.exists():
-                raise InvalidArgumentError(f"no such file or folder: {p}", hint="check the path")
+        paths = check_paths(paths)
         total = sum(count_files(p) for p in paths) if progress else None
+        max_file_bytes = self._ctx.config.learn.max_file_bytes
+        parsed = (
+            parse_file(entry, tags=tags, docid=docid, single_file=root.is_file())
+            for root in paths
+            for entry in walk(root, max_file_bytes=max_file_bytes)
+        )
+        return self.store_files(
+            parsed, total=total, progress=progress, notable_only=notable_only, started=started
+        )
+
+    def store_files(
+        self,
+        parsed: Iterable[ParsedFile],
+        *,
+        total: int | None,
+        progress: ProgressFn | None,
+        notable_only: bool,
+        started: float,
+        embedded: bool = False,
+    ) -> LearnReport:
+        """Store parsed files in batches (each one transaction and one index commit), in
+        the order given. ``embedded``: the files carry the embeddings of their new texts
+        (made elsewhere, e.g. on a Ray cluster), so a batch's catch-up embeds nothing under
+        the writer lock and batches may hold as many sections as without a provider."""
         reports: list[SectionReport] = []
         skipped: list[SkippedFile] = []
         totals: dict[str, int] = {}
         done = 0
         batch: list[Pending] = []
+        vectors: list[tuple[str, bytes]] = []
         batch_sections = batch_chars = 0
-        max_sections = BATCH_SECTIONS_EMBEDDED if self._ctx.vectors.enabled else BATCH_SECTIONS
+        small = self._ctx.vectors.enabled and not embedded
+        max_sections = BATCH_SECTIONS_EMBEDDED if small else BATCH_SECTIONS
         sections_done = 0
         last_path = ""
 
         def flush() -> None:
-            nonlocal batch, batch_sections, batch_chars, sections_done
-            r, t = self.learn_pending(batch)
+            nonlocal batch, vectors, batch_sections, batch_chars, sections_done
+            r, t = self.learn_pending(batch, vectors)
             reports.extend(s for s in r if not notable_only or is_notable(s))
             sections_done += len(r)
             for k, v in t.items():
                 totals[k] = totals.get(k, 0) + v
-            batch, batch_sections, batch_chars = [], 0, 0
+            batch, vectors, batch_sections, batch_chars = [], [], 0, 0
 
-        for root in paths:
-            single_file = root.is_file()
-            for entry in walk(root, max_file_bytes=max_file_bytes):
-                done += 1
-                last_path = str(entry.path)
-                if isinstance(entry, Skipped):
-                    skipped.append(SkippedFile(str(entry.path), entry.reason, entry.code))
-                else:
-                    pending = self._load(entry, tags, docid, single_file, skipped)
-                    if pending is not None:
-                        batch.append(pending)
-                        batch_sections += len(pending.doc.sections)
-                        batch_chars += sum([len(s.content) for s in pending.doc.sections])
-                if (
-                    len(batch) >= BATCH_FILES
-                    or batch_sections >= max_sections
-                    or batch_chars >= BATCH_CHARS
-                ):
-                    flush()
-                if progress:
-                    progress(LearnProgress(done, total, sections_done + batch_sections, last_path))
+        for item in parsed:
+            done += 1
+            last_path = item.path
+            if item.skipped is not None:
+                skipped.append(item.skipped)
+            elif item.pending is not None:
+                batch.append(item.pending)
+                vectors.extend(item.embeddings)
+                batch_sections += len(item.pending.doc.sections)
+                batch_chars += sum([len(s.content) for s in item.pending.doc.sections])
+            if (
+                len(batch) >= BATCH_FILES
+                or batch_sections >= max_sections
+                or batch_chars >= BATCH_CHARS
+            ):
+                flush()
+            if progress:
+                progress(LearnProgress(done, total, sections_done + batch_sections, last_path))
         flush()
         if progress:
             progress(LearnProgress(done, total, sections_done, last_path))
@@ -293,55 +321,88 @@ class Learner:
         """A walked file of a folder learn, read and split as ``learn_paths`` does (its
         docid is its path relative to the folder); None, with the reason appended to
         ``skipped``, when it cannot be learned."""
-        return self._load(entry, tags, None, False, skipped)
+        parsed = parse_file(entry, tags=tags, docid=None, single_file=False)
+        if parsed.skipped is not None:
+            skipped.append(parsed.skipped)
+        return parsed.pending
 
-    def _load(
-        self,
-        entry: FileEntry,
-        tags: Sequence[str],
-        docid: str | None,
-        single_file: bool,
-        skipped: list[SkippedFile],
-    ) -> Pending | None:
-        title = None
-        try:
-            if is_image(entry.type):
-                loaded = load(entry)
-                if isinstance(loaded, Skipped):
-                    skipped.append(SkippedFile(str(entry.path), loaded.reason, loaded.code))
-                    return None
-                text, title = loaded.content, entry.path.name
-            else:
-                text = read_text(entry)
-        except KbdbError as e:
-            reason = getattr(e, "reason", None) or e.message
-            skipped.append(SkippedFile(str(entry.path), reason, _skip_code(e)))
-            return None
-        except OSError as e:
-            skipped.append(SkippedFile(str(entry.path), f"cannot read: {e.strerror}", "UNREADABLE"))
-            return None
-        if docid is None:
-            doc = entry.rel
-        elif single_file:
-            doc = docid
+@dataclass(frozen=True)
+class ParsedFile:
+    """One walked file, read and split into a pending document, or skipped and why.
+
+    Attributes:
+        path: the file on disk, as the progress bar shows it.
+        pending: the document to store, or None when the file is skipped.
+        skipped: why the file is not learned, or None.
+        embeddings: ``(text SHA-256, float32 bytes)`` of section texts embedded elsewhere
+            (a Ray actor); they enter the embedding cache in the transaction that stores
+            the document, so the index catch-up finds them there.
+    """
+
+    path: str
+    pending: Pending | None
+    skipped: SkippedFile | None
+    embeddings: tuple[tuple[str, bytes], ...] = ()
+
+
+def check_paths(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` as a list, after checking that each exists."""
+    out = list(paths)
+    for p in out:
+        if not p.exists():
+            raise InvalidArgumentError(f"no such file or folder: {p}", hint="check the path")
+    return out
+
+
+def parse_file(
+    entry: FileEntry | Skipped,
+    *,
+    tags: Sequence[str],
+    docid: str | None,
+    single_file: bool,
+) -> ParsedFile:
+    """Read and split one walked file as a learn does (``single_file``: the learn root is
+    this file). A file that cannot be read or parsed becomes a skipped one; a local learn
+    and a distributed one both call this, so their documents are the same."""
+    path = str(entry.path)
+    if isinstance(entry, Skipped):
+        return ParsedFile(path, None, SkippedFile(path, entry.reason, entry.code))
+    title = None
+    try:
+        if is_image(entry.type):
+            loaded = load(entry)
+            if isinstance(loaded, Skipped):
+                return ParsedFile(path, None, SkippedFile(path, loaded.reason, loaded.code))
+            text, title = loaded.content, entry.path.name
         else:
-            doc = f"{docid}/{entry.rel}"
-        try:
-            return build_document(
-                docid=doc,
-                source=entry.rel,
-                text=text,
-                type=entry.type,
-                title=title,
-                description=None,
-                tags=tags,
-                section_type=None,
-                source_path=str(entry.path),
-                mode="document",
-            )
-        except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
-            skipped.append(SkippedFile(str(entry.path), e.message, _skip_code(e)))
-            return None
+            text = read_text(entry)
+    except KbdbError as e:
+        reason = getattr(e, "reason", None) or e.message
+        return ParsedFile(path, None, SkippedFile(path, reason, _skip_code(e)))
+    except OSError as e:
+        return ParsedFile(path, None, SkippedFile(path, f"cannot read: {e.strerror}", "UNREADABLE"))
+    if docid is None:
+        doc = entry.rel
+    elif single_file:
+        doc = docid
+    else:
+        doc = f"{docid}/{entry.rel}"
+    try:
+        pending = build_document(
+            docid=doc,
+            source=entry.rel,
+            text=text,
+            type=entry.type,
+            title=title,
+            description=None,
+            tags=tags,
+            section_type=None,
+            source_path=path,
+            mode="document",
+        )
+    except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
+        return ParsedFile(path, None, SkippedFile(path, e.message, _skip_code(e)))
+    return ParsedFile(path, pending, None)
 
 
 def is_notable(s: SectionReport) -> bool:

@@ -31,13 +31,25 @@ class Maintenance:
         self._ctx = ctx
 
     def rebuild(
-        self, lexical: bool, vectors: bool, reembed: bool, progress: ProgressFn | None
+        self,
+        lexical: bool,
+        vectors: bool,
+        reembed: bool,
+        progress: ProgressFn | None,
+        ray: str | None = None,
     ) -> RebuildReport:
         """Both indexes regenerated under the writer lock, the lexical one (and the
-        near-duplicate bands) first."""
+        near-duplicate bands) first. With ``ray``, the texts are embedded on a Ray cluster
+        into the embedding cache before the lock is taken (a long run does not hold other
+        writers back), and the vector index is then written from the cache."""
         ctx = self._ctx
         started = time.perf_counter()
         sections = embedded = 0
+        if ray is not None and vectors and ctx.vectors.enabled:
+            from kbdb.distributed import embed_sections
+
+            embed_sections(ctx, reembed=reembed, address=ray, progress=progress)
+            reembed = False  # the cache now holds what --reembed asked for
         with ctx.lock.hold():
             if lexical:
                 sections = ctx.index.rebuild(progress)

@@ -27,53 +27,14 @@ from kbdb.shard.server import ShardServer
 NAMESPACE = "kbdb"
 
 
-def ray_module() -> Any:
-    """``ray``, or a clear error naming the fix when the extra is not installed."""
-    try:
-        import ray
-    except ImportError:
-        raise InvalidArgumentError("Ray is not installed", hint="pip install 'kbdb[ray]'") from None
-    return ray
-
-
 def init(address: str | None) -> Any:
-    """Connect this process to the Ray cluster at ``address`` (None: start or join a local
-    one), unless it already is. An address nobody answers at is an error that names it,
-    within seconds (Ray itself would wait for minutes)."""
-    ray = ray_module()
-    if ray.is_initialized():
-        return ray
-    if address not in (None, "", "auto", "local"):
-        check_reachable(address)
-    ray.init(
-        address=None if address in (None, "", "local") else address,
-        namespace=NAMESPACE,
-        include_dashboard=False,
-        log_to_driver=False,
-        ignore_reinit_error=True,
-    )
-    return ray
+    """Ray, joined to the cluster at ``address`` (``kbdb.distributed.cluster``: None or
+    ``local`` starts or joins one here, ``auto``, ``HOST:PORT``, ``ray://HOST:PORT``) for
+    the rest of the process, unless it already is. An address nobody answers at is an error
+    that names it, within seconds."""
+    from kbdb.distributed.cluster import join
 
-
-def check_reachable(address: str, timeout: float = 3.0) -> None:
-    """A TCP connection to ``address`` (``host:port`` or ``ray://host:port``), or an error
-    that names it."""
-    import socket
-
-    hostport = address.split("://", 1)[-1]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise InvalidArgumentError(
-            f"Ray address {address!r} is not host:port",
-            hint="give the head node's address, e.g. 10.0.0.5:6379, or 'auto'",
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except OSError as e:
-        raise ShardUnavailableError(
-            f"cannot reach the Ray cluster at {address}: {e.strerror or e}",
-            hint="start it with 'ray start --head' on that node, or check the address",
-        ) from None
+    return join(address, namespace=NAMESPACE)[0]
 
 
 def actor_name(layout: Layout, shard: int) -> str:
@@ -109,7 +70,9 @@ def start(layout: Layout, *, detached: bool) -> list[Any]:
 
 
 def init_needed() -> Any:
-    ray = ray_module()
+    from kbdb.distributed.cluster import import_ray
+
+    ray = import_ray()
     if not ray.is_initialized():
         raise InvalidArgumentError("not connected to Ray", hint="call actors.init(address)")
     return ray

@@ -234,6 +234,13 @@ def cached_embeddings(
     return out
 
 
+def embedding_shas(conn: sqlite3.Connection, model: str) -> list[str]:
+    """The text SHA-256s cached for ``model``."""
+    return [
+        sha for (sha,) in conn.execute("SELECT text_sha FROM embeddings WHERE model = ?", (model,))
+    ]
+
+
 def store_embeddings(
     conn: sqlite3.Connection, model: str, rows: Sequence[tuple[str, bytes]]
 ) -> None:

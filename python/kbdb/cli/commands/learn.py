@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from kbdb.cli.options import global_options, split_list, state
+from kbdb.cli.options import global_options, ray_option, split_list, state
 from kbdb.cli.render import emit_json, learn_progress, render_learn, render_skipped
 from kbdb.errors import InvalidArgumentError
 
@@ -69,6 +69,7 @@ def _read_stdin(mime: str) -> str:
     help="List every warning, near duplicate and skipped file "
     "(by default: counts per code and the first few of each).",
 )
+@ray_option("Read, split and embed the files")
 @global_options
 def learn(
     paths: tuple[str, ...],
@@ -80,6 +81,7 @@ def learn(
     section_type: str | None,
     replace: bool,
     verbose: bool,
+    ray: str | None,
 ) -> int:
     """Learn files and folders (recursively), or stdin with '-'.
 
@@ -87,6 +89,9 @@ def learn(
     A bad file is reported on stderr and skipped, the rest goes on, and the exit code is 1.
     Warnings, near duplicates and skipped files are counted per code with the first few
     of each; --verbose lists every one, --json prints the full report.
+
+    With --ray, files are read and split by Ray tasks and embedded by Ray actors; this
+    process stores them, with the same result as a local learn (docs/scale.md).
     """
     st = state()
     stdin = "-" in paths
@@ -99,6 +104,8 @@ def learn(
         "section_type": section_type,
         "replace": replace or None,
     }
+    if stdin and ray is not None:
+        raise click.UsageError("--ray learns files and folders, not stdin ('-')")
     if not stdin and any(given[k] is not None for k in _STDIN_ONLY):
         used = ", ".join("--" + k.replace("_", "-") for k in _STDIN_ONLY if given[k] is not None)
         raise click.UsageError(f"{used} only apply to stdin ('-'); files carry their own")
@@ -120,7 +127,12 @@ def learn(
                 # The text output prints only notable sections: keep only those (flat
                 # memory on a large tree); --json prints every section.
                 report = kb.learn_path(
-                    *paths, tags=tags, docid=docid, progress=progress, notable_only=not st.json
+                    *paths,
+                    tags=tags,
+                    docid=docid,
+                    progress=progress,
+                    notable_only=not st.json,
+                    ray=ray,
                 )
     if st.json:
         emit_json(report.to_dict())

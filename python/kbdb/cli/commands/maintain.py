@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbdb.cli.options import global_options, state
+from kbdb.cli.options import global_options, ray_option, state
 from kbdb.cli.render import console, count_progress, emit_json, human_bytes
 
 if TYPE_CHECKING:
@@ -118,17 +118,23 @@ def gc(dry_run: bool, prune_retired: bool, older_than: float | None) -> int:
 @click.option(
     "--reembed", is_flag=True, help="Embed every section again instead of using the cache."
 )
+@ray_option("Embed the sections")
 @global_options
-def rebuild(lexical_only: bool, vectors_only: bool, reembed: bool) -> int:
+def rebuild(lexical_only: bool, vectors_only: bool, reembed: bool, ray: str | None) -> int:
     """Regenerate every index from the database (kb.sqlite, the source of truth).
 
     Repairs missing or corrupt index files (INDEX_CORRUPT) and clears a stale vector index.
     Sections are re-embedded in batches of 64, reusing cached embeddings of unchanged text
     unless --reembed. The previous indexes keep serving other processes until the new ones
     are published by an atomic rename.
+
+    With --ray, the texts to embed (all of them with --reembed) are embedded by Ray actors
+    into the embedding cache first, then the vector index is written from it.
     """
     if lexical_only and vectors_only:
         raise click.UsageError("--lexical-only and --vectors-only exclude each other")
+    if lexical_only and ray is not None:
+        raise click.UsageError("--ray embeds sections; --lexical-only embeds none")
     st = state()
     with (
         st.open(model=not lexical_only) as kb,
@@ -139,6 +145,7 @@ def rebuild(lexical_only: bool, vectors_only: bool, reembed: bool) -> int:
             vectors=not lexical_only,
             reembed=reembed,
             progress=progress,
+            ray=ray,
         )
     if st.json:
         emit_json(res.to_dict())
