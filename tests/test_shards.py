@@ -189,3 +189,46 @@ def test_create_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         layout.create(tmp_path / "one" / ".kbdb", coll_path, 2)
     with pytest.raises(InvalidArgumentError, match="1..1024"):
         layout.create(tmp_path / "one" / ".kbdb", tmp_path / "new", 0)
+
+
+def test_learn_path_routes_each_file_to_its_shard(tmp_path: Path) -> None:
+    coll_path = _small_collection(tmp_path)
+    lay = layout.load(coll_path)
+    tree = tmp_path / "tree"
+    for i in range(12):
+        (tree / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (tree / f"d{i % 3}" / f"page{i}.md").write_text(
+            f"# Page {i}\n\nRunbook step {i} restarts the ingest worker.\n", encoding="utf-8"
+        )
+    (tree / "bad.md").write_bytes(b"\xff\xfe not utf-8")
+    with ShardedKnowledgeBase.open(coll_path) as coll:
+        rep = coll.learn_path(tree)
+        assert rep.documents_added == 12
+        assert [f.code for f in rep.files_skipped] == ["INVALID_UTF8"]
+        # A second learn of the same tree changes nothing.
+        assert coll.learn_path(tree).documents_unchanged == 12
+        stats = coll.stats()
+        assert stats.documents == 60 + 12
+        assert len(stats.extra["shards"]) == 3
+        docs = coll.documents(limit=1000)
+        assert docs.total == 72 and [d.docid for d in docs.items] == sorted(
+            d.docid for d in docs.items
+        )
+        hits = coll.search("runbook restarts ingest worker", limit=20)
+        assert hits.total == 12
+    assert layout.check(lay) == []
+
+
+def test_cli_learn_into_a_collection(tmp_path: Path) -> None:
+    coll_path = _small_collection(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "warm.md").write_text("# Warmup\n\nThe cache warms at boot.\n", encoding="utf-8")
+    run = [sys.executable, "-m", "kbdb.cli", "--json", "learn", str(docs), "--shards"]
+    out = subprocess.run([*run, str(coll_path)], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["documents_added"] == 1
+    lay = layout.load(coll_path)
+    owner = kbdb.KnowledgeBase.open(lay.shard_dir(lay.route("warm.md")))
+    assert owner.search("cache warms boot").items[0].docids == ("warm.md",)
+    owner.close()

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kbdb.knowledge.lifecycle import Lifecycle
     from kbdb.knowledge.skills import Skills
     from kbdb.learn import Learner, LearnItem, LearnProgress, ProgressFn
+    from kbdb.learn.learner import ParsedFile
     from kbdb.maintenance.service import Maintenance
     from kbdb.types import (
         CheckReport,
@@ -190,6 +191,22 @@ class KnowledgeBase:
             docid=docid,
             progress=progress,
             notable_only=notable_only,
+        )
+
+    def learn_parsed(
+        self, parsed: Iterable[ParsedFile], *, notable_only: bool = False
+    ) -> LearnReport:
+        """Store files read and split elsewhere (``kbdb.learn.parse_file``: a sharded
+        collection's coordinator walks and parses, the owning shard stores), in learn's
+        batches."""
+        import time
+
+        return self._learner().store_files(
+            parsed,
+            total=None,
+            progress=None,
+            notable_only=notable_only,
+            started=time.perf_counter(),
         )
 
     def learn(

@@ -101,6 +101,8 @@ def serve_http(
     version: str,
     debug: bool = False,
     watch: tuple[Path, ...] = (),
+    shards: bool = False,
+    ray: str | None = None,
 ) -> None:
     """Serve until interrupted. Raises INVALID_ARGUMENT before binding when the address or
     the token is wrong."""
@@ -114,7 +116,7 @@ def serve_http(
 
     hub = LogHub()
     setup_logging(hub, debug=debug)
-    kb_host = KbHost(path, watch)
+    kb_host = KbHost(path, watch, shards=shards, ray=ray)
     server = build_server(kb_host, hub, version=version)
     app: Any = server.streamable_http_app(streamable_http_path=PATH, host=host)
     if token is not None:

@@ -25,8 +25,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.from_thread
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbdb.mcp")
 
 SERVER_NAME = "kbdb"
+# The tools a sharded collection serves (``kbdb mcp --shards``); their calls may wait on
+# other machines, so none runs on the event loop.
+SHARDED_TOOLS = frozenset({"search", "recall", "learn", "forget", "stats"})
 PROGRESS_EVERY = 0.25  # seconds between progress notifications
 
 INSTRUCTIONS = (
@@ -70,8 +74,19 @@ class KbHost:
     knowledge base is opened with it, so the tool descriptions built from it describe what
     the calls do."""
 
-    def __init__(self, path: Path, watch: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self,
+        path: Path,
+        watch: tuple[Path, ...] = (),
+        *,
+        shards: bool = False,
+        ray: str | None = None,
+    ) -> None:
+        # ``shards``: ``path`` is a sharded collection (``kbdb mcp --shards``), its shards
+        # in this process or, with ``ray``, on that Ray cluster.
         self.path = path
+        self.shards = shards
+        self.ray = ray
         # Folders kept fresh in the background (``kbdb mcp --watch``), from the moment
         # the knowledge base opens until the server stops.
         self.watch = watch
@@ -80,7 +95,9 @@ class KbHost:
         self.config: Config | None
         try:
             # kbdb.context.CONFIG_NAME: that module loads the engine, which waits for a client.
-            self.config = load_config(path / "worker.toml")
+            self.config = load_config(
+                (path / "shard-000" / ".kbdb" if shards else path) / "worker.toml"
+            )
         except ConfigInvalidError:
             self.config = None
         self._kb: KnowledgeBase | None = None
@@ -96,9 +113,17 @@ class KbHost:
                     # Imported here: the engine loads after `initialize` has been answered.
                     from kbdb.kb import KnowledgeBase
 
-                    kb = await anyio.to_thread.run_sync(
-                        functools.partial(KnowledgeBase.open, self.path, config=self.config)
-                    )
+                    if self.shards:
+                        from kbdb.shard.coordinator import ShardedKnowledgeBase
+
+                        opened: Any = await anyio.to_thread.run_sync(
+                            functools.partial(ShardedKnowledgeBase.open, self.path, ray=self.ray)
+                        )
+                    else:
+                        opened = await anyio.to_thread.run_sync(
+                            functools.partial(KnowledgeBase.open, self.path, config=self.config)
+                        )
+                    kb = cast("KnowledgeBase", opened)
                     # Opens (or builds, when missing) the index on this worker thread, so
                     # that the searches run on the event loop never have to.
                     try:
@@ -117,9 +142,13 @@ class KbHost:
         async with self._check_lock:
             if not self._checked:
                 kb = await self.kb()
-                report = await anyio.to_thread.run_sync(kb.check)
-                if not report.ok:
-                    self._health = report.to_dict()
+                if self.shards:
+                    health = await anyio.to_thread.run_sync(_collection_health, kb)
+                else:
+                    report = await anyio.to_thread.run_sync(kb.check)
+                    health = None if report.ok else report.to_dict()
+                if health is not None:
+                    self._health = health
                     log.warning(summarise(self._health), extra={NO_FORWARD: True})
                 self._checked = True
         return self._health
@@ -156,6 +185,27 @@ class KbHost:
             self._watch_thread.join(timeout=60)
         if self._kb is not None:
             self._kb.close()
+
+
+def _collection_health(kb: Any) -> dict[str, Any] | None:
+    """A sharded collection's check (every shard's, and the routing) as a report dict."""
+    from kbdb.shard.layout import check
+
+    problems = check(kb.layout)
+    if not problems:
+        return None
+    return {
+        "ok": False,
+        "errors": [
+            {
+                "code": p.code,
+                "detail": f"shard {p.shard}: {p.detail}",
+                "kbid": p.kbid,
+                "docid": p.docid,
+            }
+            for p in problems
+        ],
+    }
 
 
 def summarise(report: dict[str, Any]) -> str:
@@ -259,6 +309,8 @@ async def run_tool(
 def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     """The low-level server with every handler bound to ``host``."""
     tools = tools_for(host.config)
+    if host.shards:
+        tools = tuple(replace(t, inline=None) for t in tools if t.name in SHARDED_TOOLS)
     by_name = {t.name: t for t in tools}
 
     @functools.cache
@@ -378,15 +430,22 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
 
 
 def serve_stdio(
-    path: Path, *, version: str, debug: bool = False, watch: tuple[Path, ...] = ()
+    path: Path,
+    *,
+    version: str,
+    debug: bool = False,
+    watch: tuple[Path, ...] = (),
+    shards: bool = False,
+    ray: str | None = None,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin; keep the ``watch``
-    folders fresh meanwhile."""
+    folders fresh meanwhile. ``shards``: ``path`` is a sharded collection (on Ray at
+    ``ray`` when given)."""
     from mcp.server.stdio import stdio_server
 
     hub = LogHub()
     setup_logging(hub, debug=debug)
-    host = KbHost(path, watch)
+    host = KbHost(path, watch, shards=shards, ray=ray)
     server = build_server(host, hub, version=version)
 
     async def main() -> None:

@@ -31,8 +31,12 @@ from kbdb.types import SearchMode, SearchResult
 
 if TYPE_CHECKING:
     from kbdb.config import Config
-    from kbdb.learn import LearnItem
-    from kbdb.types import ForgetResult, LearnReport, RecallResult
+    from kbdb.learn import LearnItem, ProgressFn
+    from kbdb.types import DocumentList, ForgetResult, LearnReport, RecallResult, Stats
+
+
+FILES_PER_CALL = 256
+"""Files a sharded ``learn_path`` hands a shard per call (one or more learn batches)."""
 
 
 class ShardedKnowledgeBase:
@@ -168,25 +172,81 @@ class ShardedKnowledgeBase:
 
     # -- write -------------------------------------------------------------------------
 
-    def learn(self, content: str, *, docid: str, **kwargs: Any) -> LearnReport:
-        """``KnowledgeBase.learn`` into the shard that owns ``docid`` (required here: the
-        docid decides the shard)."""
+    def learn(self, content: str, *, docid: str | None = None, **kwargs: Any) -> LearnReport:
+        """``KnowledgeBase.learn`` into the shard that owns the document's docid."""
         from kbdb.learn import LearnItem
 
         return self.learn_many([LearnItem(content, docid=docid, **kwargs)])
 
     def learn_many(self, items: Iterable[LearnItem]) -> LearnReport:
-        """Each item into the shard its docid routes to; one report for all. Every item
-        needs a docid."""
+        """Each item into the shard its docid routes to (an item without one is stored
+        under the docid ``KnowledgeBase.learn`` would give it); one report for all."""
+        from kbdb.learn.items import item_docid
+
         per: dict[int, list[LearnItem]] = {}
         for item in items:
-            if not item.docid:
-                raise InvalidArgumentError(
-                    "a sharded collection routes by docid: give every item a docid"
-                )
-            per.setdefault(self.layout.route(item.docid), []).append(item)
+            per.setdefault(self.layout.route(item_docid(item)), []).append(item)
         got = self._fanout.some("learn_many", {i: (batch,) for i, batch in per.items()})
         return merge_learn_reports([got[i] for i in sorted(got)])
+
+    def learn_path(
+        self,
+        *paths: str | os.PathLike[str],
+        tags: Sequence[str] = (),
+        docid: str | None = None,
+        notable_only: bool = False,
+        progress: ProgressFn | None = None,
+    ) -> LearnReport:
+        """``KnowledgeBase.learn_path`` over the collection: the files are walked, read and
+        split here (the same walker, ignore rules and parser), and each document is stored
+        by the shard its docid routes to, ``FILES_PER_CALL`` files a call."""
+        import time
+
+        from kbdb.args import check_tags
+        from kbdb.ingest import count_files, walk
+        from kbdb.learn import LearnProgress
+        from kbdb.learn.learner import check_paths, parse_file
+        from kbdb.types import SkippedFile
+
+        started = time.perf_counter()
+        tags = check_tags(tags)
+        roots = check_paths(Path(p) for p in paths)
+        total = sum(count_files(p) for p in roots) if progress else None
+        max_bytes = self._config.learn.max_file_bytes
+        buffers: dict[int, list[Any]] = {}
+        reports: list[LearnReport] = []
+        skipped: list[SkippedFile] = []
+        done = sections = 0
+
+        def flush(shards: Iterable[int]) -> None:
+            calls = {i: (buffers.pop(i), notable_only) for i in list(shards) if buffers.get(i)}
+            if calls:
+                got = self._fanout.some("store_files", calls)
+                reports.extend(got[i] for i in sorted(got))
+
+        for root in roots:
+            single = root.is_file()
+            for entry in walk(root, max_file_bytes=max_bytes):
+                parsed = parse_file(entry, tags=tags, docid=docid, single_file=single)
+                done += 1
+                if parsed.pending is None:
+                    if parsed.skipped is not None:
+                        skipped.append(parsed.skipped)
+                    continue
+                shard = self.layout.route(parsed.pending.doc.docid)
+                buffers.setdefault(shard, []).append(parsed)
+                sections += len(parsed.pending.doc.sections)
+                if len(buffers[shard]) >= FILES_PER_CALL:
+                    flush([shard])
+                if progress is not None:
+                    progress(LearnProgress(done, total, sections, parsed.path))
+        flush(list(buffers))
+        merged = merge_learn_reports(reports)
+        return dataclasses.replace(
+            merged,
+            files_skipped=(*merged.files_skipped, *skipped),
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
 
     def forget(self, *kbids: str, docid: str | None = None) -> ForgetResult:
         """Retire sections by kbid (in whichever shards hold them) or a whole document (in
@@ -226,6 +286,73 @@ class ShardedKnowledgeBase:
         if missing:
             raise NotFoundError(f"no section {missing[0]} in any shard")
         return RecallResult(sections=tuple(found[k] for k in dict.fromkeys(kbids)))
+
+    def documents(
+        self, *, tags: Sequence[str] | None = None, limit: int = 50, offset: int = 0
+    ) -> DocumentList:
+        """``KnowledgeBase.documents`` over every shard, by docid."""
+        from kbdb.types import DocumentList
+
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+            raise InvalidArgumentError(f"limit must be an integer in 1..1000 (got {limit!r})")
+        # Each shard's first offset + limit, merged: a page of the whole is among them.
+        items: list[Any] = []
+        total = 0
+        for page in self._fanout.all("documents", tags, offset + limit):
+            items.extend(page.items)
+            total += page.total
+        items.sort(key=lambda d: d.docid)
+        return DocumentList(
+            items=tuple(items[offset : offset + limit]),
+            total=total,
+            offset=offset,
+            limit=limit,
+            has_more=offset + limit < total,
+        )
+
+    def stats(self) -> Stats:
+        """The shards' counts and sizes summed; ``extra["shards"]`` holds each shard's."""
+        parts: list[Stats] = self._fanout.all("stats")
+        first = parts[0]
+        summed = {
+            f: sum(getattr(p, f) for p in parts)
+            for f in (
+                "documents",
+                "sections",
+                "live_sections",
+                "retired_sections",
+                "tags",
+                "db_bytes",
+                "index_bytes",
+                "index_segments",
+            )
+        }
+        return dataclasses.replace(
+            first,
+            **summed,
+            index_generation=0,
+            index_watermark=0,
+            changelog_seq=0,
+            vector_index_stale=any(p.vector_index_stale for p in parts),
+            path=str(self.layout.root),
+            extra={"shards": [p.to_dict() for p in parts]},
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        # What one knowledge base can do and a collection cannot (yet): a clear error
+        # rather than an AttributeError deep in a caller (the MCP server, a script).
+        from kbdb.kb import KnowledgeBase
+
+        if not name.startswith("_") and callable(getattr(KnowledgeBase, name, None)):
+            raise InvalidArgumentError(
+                f"{name} is not supported on a sharded collection",
+                hint="open the shard that holds the document with KnowledgeBase.open("
+                "'COLLECTION/shard-NNN'); a collection supports search, learn, learn_path, "
+                "learn_many, recall, forget, documents and stats",
+            )
+        raise AttributeError(name)
 
     def shard_sizes(self) -> list[int]:
         """Live sections per shard."""

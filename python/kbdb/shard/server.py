@@ -14,6 +14,7 @@ does); the later phases of the same search read that snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -155,6 +156,26 @@ class ShardServer:
 
     def learn_many(self, items: Sequence[Any]) -> Any:
         return self._kb.learn_many(items)
+
+    def store_files(self, parsed: Sequence[Any], notable_only: bool) -> Any:
+        """Store files parsed by the coordinator (``learn.learner.ParsedFile``) through
+        this shard's learn batches."""
+        return self._kb.learn_parsed(parsed, notable_only=notable_only)
+
+    def documents(self, tags: Sequence[str] | None, limit: int) -> Any:
+        """The first ``limit`` documents (``limit`` may pass a single page's bound)."""
+        items: list[Any] = []
+        total = 0
+        while True:
+            want = max(1, min(1000, limit - len(items)))
+            page = self._kb.documents(tags=tags, limit=want, offset=len(items))
+            total = page.total
+            items.extend(page.items)
+            if len(items) >= min(limit, total) or not page.items:
+                break
+        return dataclasses.replace(
+            page, items=tuple(items[:limit]), offset=0, limit=limit, has_more=total > limit
+        )
 
     def forget(self, kbids: Sequence[str], docid: str | None) -> Any:
         return self._kb.forget(*kbids, docid=docid)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -70,6 +72,14 @@ def _read_stdin(mime: str) -> str:
     "(by default: counts per code and the first few of each).",
 )
 @ray_option("Read, split and embed the files")
+@click.option(
+    "--shards",
+    "collection",
+    type=click.Path(path_type=Path),
+    metavar="COLLECTION",
+    help="Learn into a sharded collection instead of --db: each document goes to the shard "
+    "its docid routes to. With --ray, the shards are Ray actors on that cluster.",
+)
 @global_options
 def learn(
     paths: tuple[str, ...],
@@ -82,6 +92,7 @@ def learn(
     replace: bool,
     verbose: bool,
     ray: str | None,
+    collection: Path | None,
 ) -> int:
     """Learn files and folders (recursively), or stdin with '-'.
 
@@ -109,7 +120,8 @@ def learn(
     if not stdin and any(given[k] is not None for k in _STDIN_ONLY):
         used = ", ".join("--" + k.replace("_", "-") for k in _STDIN_ONLY if given[k] is not None)
         raise click.UsageError(f"{used} only apply to stdin ('-'); files carry their own")
-    with st.open(model=True) as kb:
+    opened = _open_collection(collection, ray) if collection is not None else None
+    with opened or st.open(model=True) as kb:
         if stdin:
             content_type = mime or "text/markdown"
             report = kb.learn(
@@ -132,7 +144,7 @@ def learn(
                     docid=docid,
                     progress=progress,
                     notable_only=not st.json,
-                    ray=ray,
+                    **({} if collection is not None else {"ray": ray}),
                 )
     if st.json:
         emit_json(report.to_dict())
@@ -140,3 +152,11 @@ def learn(
         render_learn(report, verbose=verbose)
     render_skipped(report, verbose=verbose)
     return 1 if report.files_skipped else 0
+
+
+def _open_collection(collection: Path, ray: str | None) -> Any:
+    """The sharded collection a ``--shards`` learn writes to (its shards on Ray with
+    ``--ray``)."""
+    from kbdb.shard.coordinator import ShardedKnowledgeBase
+
+    return ShardedKnowledgeBase.open(collection, ray=ray)

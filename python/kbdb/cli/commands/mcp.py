@@ -29,8 +29,25 @@ from kbdb.cli.options import global_options, state, version
     help="Keep FOLDER fresh while serving, as 'kbdb watch FOLDER' does (repeatable). "
     "The stats tool reports what is watched and when it last synced.",
 )
+@click.option(
+    "--shards",
+    "collection",
+    type=click.Path(path_type=Path),
+    metavar="COLLECTION",
+    help="Serve a sharded collection ('kbdb shard create') instead of --db: search, "
+    "recall, learn, forget and stats over every shard, ranked as one knowledge base.",
+)
+@click.option(
+    "--ray",
+    "ray",
+    metavar="ADDRESS",
+    help="With --shards: the shards are Ray actors on this cluster ('local', 'auto', "
+    "HOST:PORT); those 'kbdb shard serve' runs, or new ones.",
+)
 @global_options
-def mcp(address: str | None, watch: tuple[str, ...]) -> int:
+def mcp(
+    address: str | None, watch: tuple[str, ...], collection: Path | None, ray: str | None
+) -> int:
     """Serve MCP: 19 tools (search, recall, learn, ...), resources and a memory prompt.
 
     Over stdio (the default) an MCP client such as Claude Desktop or Claude Code starts
@@ -40,7 +57,17 @@ def mcp(address: str | None, watch: tuple[str, ...]) -> int:
     from kbdb.context import resolve
 
     st = state()
-    path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call
+    if ray is not None and collection is None:
+        raise click.UsageError("--ray applies only with --shards")
+    if collection is not None and watch:
+        raise click.UsageError("--watch does not apply to a sharded collection")
+    if collection is not None:
+        from kbdb.shard.layout import load
+
+        path = load(collection).root  # a missing or broken collection fails now
+    else:
+        path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call
+    shards = collection is not None
     folders: tuple[Path, ...] = ()
     if watch:
         from kbdb.watch import check_folders
@@ -49,9 +76,11 @@ def mcp(address: str | None, watch: tuple[str, ...]) -> int:
     if address is not None:
         from kbdb.mcp.http import serve_http
 
-        serve_http(path, address, version=version(), debug=st.debug, watch=folders)
+        serve_http(
+            path, address, version=version(), debug=st.debug, watch=folders, shards=shards, ray=ray
+        )
     else:
         from kbdb.mcp.server import serve_stdio
 
-        serve_stdio(path, version=version(), debug=st.debug, watch=folders)
+        serve_stdio(path, version=version(), debug=st.debug, watch=folders, shards=shards, ray=ray)
     return 0
