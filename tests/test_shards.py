@@ -235,3 +235,28 @@ def test_cli_learn_into_a_collection(tmp_path: Path) -> None:
     owner = kbdb.KnowledgeBase.open(lay.shard_dir(lay.route("warm.md")))
     assert owner.search("cache warms boot").items[0].docids == ("warm.md",)
     owner.close()
+
+
+def test_a_shard_with_a_stale_vector_index_makes_the_search_say_so(
+    tmp_path: Path, model: Path
+) -> None:
+    kb = kbdb.KnowledgeBase.init(tmp_path / "one")
+    set_value(kb.path / "worker.toml", "embedding.provider", "onnx")
+    set_value(kb.path / "worker.toml", "embedding.model_path", str(model))
+    kb.close()
+    kb = kbdb.KnowledgeBase.open(tmp_path / "one")
+    kb.learn_many(
+        kbdb.LearnItem(f"# Alarm {i}\n\nAlarm {i} wakes the on-call engineer.", docid=f"a{i}")
+        for i in range(30)
+    )
+    layout.create(kb.path, tmp_path / "coll", 3)
+    lay = layout.load(tmp_path / "coll")
+    for f in (lay.shard_dir(1) / ".kbdb" / "indexes").glob("vectors*"):
+        f.unlink()
+    with ShardedKnowledgeBase.open(tmp_path / "coll") as coll:
+        res = coll.search("who gets woken up", mode="hybrid")
+        # Never a fusion over two shards' vectors presented as the whole: lexical, said so.
+        assert res.vector_index_stale is True and res.retrieval_method == "lexical"
+        want = kb.search("who gets woken up", mode="lexical")
+        assert [i.kbid for i in res.items] == [i.kbid for i in want.items]
+    kb.close()

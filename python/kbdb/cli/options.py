@@ -213,6 +213,11 @@ def version() -> str:
         return __version__
 
 
+def tags_option(help: str, *, metavar: str = "A,B") -> Callable[[F], F]:
+    """``--tags A,B``: comma-separated and repeatable, as one tuple of tags."""
+    return click.option("--tags", multiple=True, callback=split_list, metavar=metavar, help=help)
+
+
 def ray_option(what: str) -> Callable[[F], F]:
     """``--ray [ADDRESS]``: run ``what`` on a Ray cluster. Alone it means ``local`` (start
     one here, or join the one ``ray start`` left running); ``auto``, ``HOST:PORT`` or

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 # Every interval of every stored section: the table's rows, and for a section without
 # any, its created_at .. retired_at.
-_INTERVALS = (
+INTERVALS = (
     "WITH iv(kbid, valid_from, valid_until) AS ("
     "SELECT v.kbid, v.valid_from, v.valid_until FROM section_validity v"
     " JOIN sections s ON s.kbid = v.kbid"
@@ -23,7 +23,7 @@ _INTERVALS = (
     " WHERE NOT EXISTS (SELECT 1 FROM section_validity x WHERE x.kbid = s.kbid)) "
 )
 # Before the table exists (an older knowledge base not yet written to by this version).
-_LEGACY_INTERVALS = (
+LEGACY_INTERVALS = (
     "WITH iv(kbid, valid_from, valid_until) AS (SELECT kbid, created_at, retired_at FROM sections) "
 )
 
@@ -33,16 +33,18 @@ LIVE_AT = "iv.valid_from <= ? AND (iv.valid_until IS NULL OR iv.valid_until > ?)
 LIVE_NOW = "iv.valid_until IS NULL"
 
 
-def _with(conn: sqlite3.Connection) -> str:
+def has_validity(conn: sqlite3.Connection) -> bool:
+    """Whether the database has the ``section_validity`` table (a knowledge base written
+    to by this version): then ``INTERVALS``, else ``LEGACY_INTERVALS``."""
     found = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'section_validity'"
     ).fetchone()
-    return _INTERVALS if found else _LEGACY_INTERVALS
+    return found is not None
 
 
-def _live(at: str | None) -> tuple[str, tuple[str, ...]]:
-    """The condition on ``iv`` of the interval live at ``at`` (None: now)."""
-    return (LIVE_NOW, ()) if at is None else (LIVE_AT, (at, at))
+def _live_params(at: str | None) -> tuple[str, ...]:
+    """The parameters of ``LIVE_AT`` (``at`` given) or ``LIVE_NOW`` (None)."""
+    return () if at is None else (at, at)
 
 
 def intervals(
@@ -50,7 +52,7 @@ def intervals(
 ) -> dict[str, list[tuple[str, str | None]]]:
     """Each kbid's ``(valid_from, valid_until)`` intervals, oldest first."""
     out: dict[str, list[tuple[str, str | None]]] = {}
-    head = _with(conn)
+    head = INTERVALS if has_validity(conn) else LEGACY_INTERVALS
     for i in range(0, len(kbids), _CHUNK):
         chunk = kbids[i : i + _CHUNK]
         marks = ",".join("?" * len(chunk))
@@ -65,11 +67,13 @@ def intervals(
 
 def live_at(conn: sqlite3.Connection, at: str) -> list[str]:
     """The kbids live at ``at``, ascending."""
-    cond, params = _live(at)
+    cond = LIVE_NOW if at is None else LIVE_AT
+    params = _live_params(at)
+    head = INTERVALS if has_validity(conn) else LEGACY_INTERVALS
     return [
         r[0]
         for r in conn.execute(
-            f"{_with(conn)}SELECT DISTINCT kbid FROM iv WHERE {cond} ORDER BY kbid", params
+            f"{head}SELECT DISTINCT kbid FROM iv WHERE {cond} ORDER BY kbid", params
         )
     ]
 
@@ -77,8 +81,9 @@ def live_at(conn: sqlite3.Connection, at: str) -> list[str]:
 def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> dict[str, str]:
     """When each of ``kbids`` became live for the interval it is in now (``at`` None) or
     was in at ``at``; kbids in none are left out."""
-    cond, params = _live(at)
-    head = _with(conn)
+    cond = LIVE_NOW if at is None else LIVE_AT
+    params = _live_params(at)
+    head = INTERVALS if has_validity(conn) else LEGACY_INTERVALS
     out: dict[str, str] = {}
     for i in range(0, len(kbids), _CHUNK):
         chunk = kbids[i : i + _CHUNK]
@@ -92,21 +97,6 @@ def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> d
     return out
 
 
-def started_between(
-    conn: sqlite3.Connection, since: str | None, until: str | None, at: str | None
-) -> str:
-    """SQL for the kbids live now (``at`` None) or at ``at`` whose interval began at or
-    after ``since`` and before ``until``, as a subquery for ``IN (...)``; its parameters
-    follow from ``between_params``."""
-    cond, _ = _live(at)
-    where = [cond]
-    if since is not None:
-        where.append("iv.valid_from >= ?")
-    if until is not None:
-        where.append("iv.valid_from < ?")
-    return f"{_with(conn)}SELECT kbid FROM iv WHERE {' AND '.join(where)}"
-
-
 def between_params(since: str | None, until: str | None, at: str | None) -> tuple[str, ...]:
-    _, params = _live(at)
+    params = _live_params(at)
     return (*params, *(v for v in (since, until) if v is not None))

@@ -215,7 +215,6 @@ def tag_counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     ]
 
 
-
 def live_source_paths(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """(docid, source_path) of every document learned from a file that still has a live
     section, by source path (as learn recorded it: the path given, joined with the

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kbdb.store import history
+from kbdb.store.history import INTERVALS, LEGACY_INTERVALS, LIVE_AT, LIVE_NOW
 
 # SQLite's default limit on host parameters is 32766; stay well below it.
 _CHUNK = 900
@@ -111,13 +112,24 @@ def allowed_kbids(
     live at that moment instead of now (a document filter then takes every section ever
     linked to the document, the links keeping no time)."""
     params: list[Any] = []
+    head = (
+        INTERVALS
+        if at is None and since is None and until is None
+        else (INTERVALS if history.has_validity(conn) else LEGACY_INTERVALS)
+    )
+    live = LIVE_NOW if at is None else LIVE_AT
     if at is None:
         where = ["s.retired_at IS NULL"]
     else:
-        where = [f"s.kbid IN ({history.started_between(conn, None, None, at)})"]
+        where = [f"s.kbid IN ({head}SELECT kbid FROM iv WHERE {live})"]
         params.extend(history.between_params(None, None, at))
     if since is not None or until is not None:
-        where.append(f"s.kbid IN ({history.started_between(conn, since, until, at)})")
+        span = [live]
+        if since is not None:
+            span.append("iv.valid_from >= ?")
+        if until is not None:
+            span.append("iv.valid_from < ?")
+        where.append(f"s.kbid IN ({head}SELECT kbid FROM iv WHERE {' AND '.join(span)})")
         params.extend(history.between_params(since, until, at))
     if type is not None:
         where.append("s.type = ?")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbdb.cli.options import global_options, split_list, state
+from kbdb.cli.options import global_options, state, tags_option
 from kbdb.cli.render import console, emit_json
 
 if TYPE_CHECKING:
@@ -62,9 +62,7 @@ def _render_contradictions(res: ContradictionsResult) -> None:
 @click.option(
     "--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Groups."
 )
-@click.option(
-    "--tags", multiple=True, callback=split_list, metavar="a,b", help="Only sections with all."
-)
+@tags_option("Only sections with all.", metavar="a,b")
 @global_options
 def contradictions(threshold: float | None, limit: int, tags: tuple[str, ...]) -> int:
     """List groups of live sections from different documents that cover the same ground
@@ -96,7 +94,7 @@ def skill() -> None:
 @click.option("--name", metavar="NAME", help="Kebab-case name (instead of DIR).")
 @click.option("--description", metavar="TEXT", help="When to use the skill.")
 @click.option("--content", metavar="TEXT|-", help="Markdown instructions; - reads stdin.")
-@click.option("--tags", multiple=True, callback=split_list, metavar="a,b", help="Tags.")
+@tags_option("Tags.", metavar="a,b")
 @global_options
 def skill_learn(
     path: str | None,

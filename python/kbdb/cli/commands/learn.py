@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kbdb.cli.options import global_options, ray_option, split_list, state
+from kbdb.cli.options import global_options, ray_option, state, tags_option
 from kbdb.cli.render import emit_json, learn_progress, render_learn, render_skipped
 from kbdb.errors import InvalidArgumentError
 
@@ -33,13 +33,7 @@ def _read_stdin(mime: str) -> str:
 
 @click.command(short_help="Learn files, folders or stdin (-).")
 @click.argument("paths", nargs=-1, required=True, metavar="PATHS... | -")
-@click.option(
-    "--tags",
-    multiple=True,
-    callback=split_list,
-    metavar="A,B",
-    help="Tag every learned section (comma-separated, repeatable).",
-)
+@tags_option("Tag every learned section (comma-separated, repeatable).")
 @click.option(
     "--docid",
     metavar="ID",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbdb.cli.options import global_options, split_list, state
+from kbdb.cli.options import global_options, state, tags_option
 from kbdb.cli.render import KBID_WIDTH, console, emit_json
 from kbdb.errors import InvalidArgumentError
 
@@ -44,13 +44,7 @@ def _read_content(content: str | None) -> str:
 )
 @click.option("--title", help="A new title (default: keep).")
 @click.option("--description", help="A new description (default: keep).")
-@click.option(
-    "--tags",
-    multiple=True,
-    callback=split_list,
-    metavar="A,B",
-    help="Replace the section's tags (default: keep).",
-)
+@tags_option("Replace the section's tags (default: keep).")
 @click.option("--section-type", metavar="KIND", help="A new section type (default: keep).")
 @global_options
 def revise(
@@ -146,13 +140,7 @@ def forget(kbids: tuple[str, ...], docid: str | None) -> int:
 
 
 @click.command(short_help="List documents.")
-@click.option(
-    "--tags",
-    multiple=True,
-    callback=split_list,
-    metavar="A,B",
-    help="Only documents with all of these tags.",
-)
+@tags_option("Only documents with all of these tags.")
 @click.option("--limit", type=int, default=50, show_default=True, help="Documents per page.")
 @click.option("--offset", type=int, default=0, show_default=True, help="Documents to skip.")
 @global_options

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from kbdb.cli.options import ShortHelpCommand, global_options, split_list, state
+from kbdb.cli.options import ShortHelpCommand, global_options, state, tags_option
 from kbdb.cli.render import emit_json, render_search
 
 MODES = ("lexical", "vector", "hybrid")
@@ -42,13 +42,7 @@ MAX_LIMIT = 100
     metavar="N",
     help="Skip the first N results (paging).",
 )
-@click.option(
-    "--tags",
-    multiple=True,
-    callback=split_list,
-    metavar="A,B",
-    help="Only sections that have all these tags.",
-)
+@tags_option("Only sections that have all these tags.")
 @click.option("--docid", metavar="ID", help="Only sections of this document.")
 @click.option("--type", "mime", metavar="MIME", help="Only sections of this MIME type.")
 @click.option(

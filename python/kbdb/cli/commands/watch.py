@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbdb.cli.options import global_options, split_list, state
+from kbdb.cli.options import global_options, state, tags_option
 from kbdb.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -70,13 +70,7 @@ def batch_line(b: WatchBatch) -> str:
 
 @click.command(short_help="Learn folders, then keep them fresh as files change.")
 @click.argument("folders", nargs=-1, required=True, metavar="FOLDERS...")
-@click.option(
-    "--tags",
-    multiple=True,
-    callback=split_list,
-    metavar="A,B",
-    help="Tag every learned section (comma-separated, repeatable).",
-)
+@tags_option("Tag every learned section (comma-separated, repeatable).")
 @global_options
 def watch(folders: tuple[str, ...], tags: tuple[str, ...]) -> int:
     """Learn FOLDERS as 'kbdb learn' does, then follow their changes until Ctrl-C.
