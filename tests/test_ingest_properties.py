@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.shared_data import CORPORA
 
 from kbdb.ingest import ParsedDocument, split_html, split_markdown
 
-CORPORA = Path("/work/shared/corpora")
 _UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
 _ATX_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.shared_data import DATASETS
 
 import kbdb
 from kbdb.config import set_value
@@ -22,7 +23,7 @@ from kbdb.evaluation.run import learn_corpus
 from kbdb.shard import layout
 from kbdb.shard.coordinator import ShardedKnowledgeBase
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+SCIFACT = DATASETS / "scifact"
 
 
 def _scifact() -> object:

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.shared_data import CORPORA
 
 import kbdb
 from kbdb.config import set_value
 
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 TLDR_FILES = 24  # one section each
 RUST_BOOK_FILES = (  # three or four headings each, at two or three levels
     "ch03-01-variables-and-mutability.md",
