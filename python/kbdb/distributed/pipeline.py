@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from kbdb.learn import Learner, ProgressFn
     from kbdb.types import LearnReport
 
-FILES_PER_BLOCK = 16
-"""Files per Ray Data block: one task's parse and one actor call's embedding."""
+FILES_PER_BLOCK = 64
+"""Files per Ray Data block: one task's parse and one actor call's embedding. Ray's cost
+is about 0.1 s a block in a learn: at 16 files it was a tenth of the block, and a Ray
+learn on two cores came out 0.96x a local one; at 64, 1.03x (benches/bench_ray_embed.py)."""
 TEXTS_PER_BLOCK = 256
 """Section texts per block of a re-embedding (four model calls of 64 short texts)."""
 CACHE_COMMIT_TEXTS = 2_048
