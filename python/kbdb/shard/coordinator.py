@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from kbdb import _core
-from kbdb.errors import InvalidArgumentError, NotFoundError
+from kbdb.errors import InvalidArgumentError, KbdbError, NotFoundError
 from kbdb.search.lexical import LexicalSearcher
 from kbdb.search.searcher import check_request, run
 from kbdb.search.synonyms import Synonyms
@@ -81,7 +81,10 @@ class ShardedKnowledgeBase:
             servers: list[ShardServer] = []
             try:
                 for i, d in enumerate(lay.shard_dirs):
-                    servers.append(ShardServer(d, i))
+                    try:
+                        servers.append(ShardServer(d, i))
+                    except KbdbError as e:
+                        raise type(e)(f"shard {i} ({d}): {e.message}", hint=e.hint) from e
             except Exception:
                 for s in servers:
                     s.close()
