@@ -477,6 +477,7 @@ class LexicalSearcher:
 _NAMES: dict[str, frozenset[str]] = {}
 _NAMES_MAX = 16_384
 
+
 def _matched(masks: bytes) -> tuple[tuple[int, ...], int]:
     """The clauses that ``masks`` (``Hit.matched``) marks as matched, and the union of
     their field masks."""
@@ -501,9 +502,7 @@ class Row(NamedTuple):
     # when the two are the same
 
 
-def _hydration_rows(
-    db: Database, conn: sqlite3.Connection, kbids: Sequence[str]
-) -> dict[str, Row]:
+def _hydration_rows(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
     """The rows of ``kbids`` that exist, from the read cache or one query per chunk."""
     cache = db.cache()
     if cache is None:

@@ -27,7 +27,6 @@ from kbdb.search.fusion import Fused
 from kbdb.search.lexical import Ranking
 
 if TYPE_CHECKING:
-
     from kbdb.search.lexical import Hit, LexicalSearcher
     from kbdb.search.query import ParsedQuery
 
@@ -134,8 +133,29 @@ class Timing:
         allow: list[str] | None,
         explain: bool,
     ) -> Ranking:
-        """``ranking`` (a lexical one) decayed and ordered (``rerank``)."""
-        return rerank(self, searcher, parsed, ranking, page_end, allow, explain)
+        """``ranking`` (a lexical one) decayed and ordered by these settings. Sorting by
+        time needs every match; so does a decayed page that a match outside the candidates
+        could still enter (its score, boosts at most, is no more than the lowest candidate's
+        engine score times the largest boost), in which case every match is ranked."""
+        complete = len(ranking.hits) >= ranking.total
+        if not complete and self.sort == "recent":
+            ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
+            complete = True
+        source = searcher.source
+        with source.read() as conn:
+            starts = source.starts(conn, [h.kbid for h in ranking.hits], self.as_of)
+        hits = self.order_hits(ranking.hits, starts, explain)
+        if not complete and hits:
+            cfg = searcher.cfg
+            cap = (1.0 + max(cfg.sibling_boost, 0.0)) * (1.0 + max(cfg.name_boost, 0.0))
+            floor = min(h.lexical_score or 0.0 for h in hits) * cap
+            last = hits[min(page_end, len(hits)) - 1].score
+            if len(hits) < page_end or last < floor:
+                ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
+                with source.read() as conn:
+                    starts = source.starts(conn, [h.kbid for h in ranking.hits], self.as_of)
+                hits = self.order_hits(ranking.hits, starts, explain)
+        return Ranking(hits, ranking.total, ranking.relaxed)
 
     def order_fused(self, fused: list[Fused], starts: dict[str, str]) -> list[Fused]:
         """Fused candidates decayed (their fused score) and ordered as ``order_hits``."""
@@ -180,40 +200,6 @@ def timing(
         half_life_text=half_life,
         now=at if at is not None else now.strftime(STORE_FORMAT),
     )
-
-
-def rerank(
-    t: Timing,
-    searcher: LexicalSearcher,
-    parsed: ParsedQuery,
-    ranking: Ranking,
-    page_end: int,
-    allow: list[str] | None,
-    explain: bool,
-) -> Ranking:
-    """``ranking`` (a lexical one) decayed and ordered by ``t``. Sorting by
-    time needs every match; so does a decayed page that a match outside the candidates
-    could still enter (its score, boosts at most, is no more than the lowest candidate's
-    engine score times the largest boost), in which case every match is ranked."""
-    complete = len(ranking.hits) >= ranking.total
-    if not complete and t.sort == "recent":
-        ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
-        complete = True
-    source = searcher.source
-    with source.read() as conn:
-        starts = source.starts(conn, [h.kbid for h in ranking.hits], t.as_of)
-    hits = t.order_hits(ranking.hits, starts, explain)
-    if not complete and hits:
-        cfg = searcher.cfg
-        cap = (1.0 + max(cfg.sibling_boost, 0.0)) * (1.0 + max(cfg.name_boost, 0.0))
-        floor = min(h.lexical_score or 0.0 for h in hits) * cap
-        last = hits[min(page_end, len(hits)) - 1].score
-        if len(hits) < page_end or last < floor:
-            ranking = _rank_all(searcher, parsed, ranking, page_end, allow, explain)
-            with source.read() as conn:
-                starts = source.starts(conn, [h.kbid for h in ranking.hits], t.as_of)
-            hits = t.order_hits(ranking.hits, starts, explain)
-    return Ranking(hits, ranking.total, ranking.relaxed)
 
 
 def _rank_all(
