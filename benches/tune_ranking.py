@@ -47,6 +47,9 @@ DEV_SETS = {
     "scifact": SHARED / "datasets" / "scifact",
     "cranfield": SHARED / "datasets" / "cranfield",
     "medline": SHARED / "datasets" / "medline",
+    "lisa": SHARED / "datasets" / "lisa",
+    "time": SHARED / "datasets" / "time",
+    "locomo": SHARED / "datasets" / "locomo",
     "paraphrase": ROOT / "benches" / "data" / "paraphrase",
 }
 

@@ -199,12 +199,12 @@ def test_set_value_uncomments_in_place_and_keeps_comments(tmp_path: Path) -> Non
     cfg = set_value(path, "search.k1", "1.5")
     assert cfg.search.k1 == 1.5
     text = path.read_text(encoding="utf-8")
-    assert "k1 = 1.5 # default: 1.8" in text
+    assert "k1 = 1.5 # default: 1.2" in text
     assert "# k1 = " not in text
     before = default_config_text().splitlines()
     after = text.splitlines()
     assert len(before) == len(after)
-    assert [b for b, a in zip(before, after, strict=True) if b != a] == ["# k1 = 1.8"]
+    assert [b for b, a in zip(before, after, strict=True) if b != a] == ["# k1 = 1.2"]
     assert load_config(path).search.k1 == 1.5
 
 
@@ -227,7 +227,7 @@ def test_set_value_creates_a_missing_file_from_the_defaults(tmp_path: Path) -> N
     path = tmp_path / "worker.toml"
     set_value(path, "search.synonyms", "false")
     assert load_config(path) == Config(search=SearchConfig(synonyms=False))
-    assert "# k1 = 1.8" in path.read_text(encoding="utf-8")
+    assert "# k1 = 1.2" in path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -332,10 +332,11 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.default_mode": st.sampled_from(["lexical", "vector", "hybrid"]),
     "search.fusion": st.sampled_from(["rrf", "linear", "adaptive"]),
     "search.linear_weight": st.floats(0, 1),
-    "search.adaptive_coverage_low": st.floats(0, 1),
-    "search.adaptive_coverage_high": st.floats(0, 1),
-    "search.adaptive_gap_low": st.floats(0, 2),
-    "search.adaptive_gap_high": st.floats(0, 2),
+    "search.adaptive_gate_low": st.floats(0, 2),
+    "search.adaptive_gate_high": st.floats(0, 2),
+    "search.adaptive_vector_weight": st.floats(0, 1),
+    "search.adaptive_agreement_slope": st.floats(0, 2),
+    "search.adaptive_rank_mix": st.floats(0, 1),
     "search.synonyms": st.booleans(),
     "search.sibling_boost": st.floats(0, 1),
     "search.recency_half_life": st.sampled_from(["", "30d", "12h", "1.5w", "90m"]),

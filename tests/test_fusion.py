@@ -13,20 +13,22 @@ import kbdb
 from kbdb.config import SearchConfig
 from kbdb.evaluation.run import override_config
 from kbdb.search.fusion import (
-    VECTOR_FLOOR,
+    VECTOR_MIN,
     AdaptiveParams,
     Signals,
     adaptive,
+    agreement,
     arm_weights,
     convex,
-    cosine_gap,
     linear,
     ramp,
     rrf,
 )
 from kbdb.search.hybrid import arm_signals, coverage, params_of
 
-PARAMS = AdaptiveParams(coverage_low=0.45, coverage_high=0.55, gap_low=0.03, gap_high=0.18)
+PARAMS = AdaptiveParams(
+    gate_low=0.6, gate_high=0.75, vector_weight=0.35, agreement_slope=0.5, rank_mix=0.5
+)
 
 
 def test_rrf_matches_the_formula() -> None:
@@ -106,45 +108,91 @@ def test_ramp() -> None:
     assert ramp(0.5, 0.5, 0.5) == 0.0 and ramp(0.51, 0.5, 0.5) == 1.0  # a step
 
 
-def test_cosine_gap_is_the_top_minus_the_mean_of_ranks_2_to_10() -> None:
-    assert cosine_gap([0.5, 0.9, 0.6, 0.7]) == pytest.approx(0.9 - (0.7 + 0.6 + 0.5) / 3)
-    twelve = [0.9] + [0.5] * 9 + [0.0, 0.0]  # ranks 11 and 12 are not counted
-    assert cosine_gap(twelve) == pytest.approx(0.4)
-    assert cosine_gap([0.8]) == 0.0 and cosine_gap([]) == 0.0
+def test_agreement_is_the_share_of_the_vector_top_10_among_lexical_candidates() -> None:
+    vec = [f"v{i}" for i in range(12)]
+    assert agreement(["v0", "v3", "x", "v11"], vec) == pytest.approx(0.2)  # v11: rank 12
+    assert agreement(["v0"], ["v0", "v1"]) == 0.5  # fewer than 10 vector hits
+    assert agreement([], vec) == 0.0 and agreement(["v0"], []) == 0.0
 
 
 def test_arm_weights_follow_the_signals() -> None:
-    def weights(cov: float, gap: float) -> tuple[float, float]:
-        return arm_weights(Signals(coverage=cov, top_cosine=0.5, gap=gap), PARAMS)
+    def weights(cov: float, agree: float) -> tuple[float, float]:
+        return arm_weights(Signals(coverage=cov, agreement=agree, top_cosine=0.5), PARAMS)
 
-    strong = weights(1.0, 0.3)
-    assert strong == (1.0, 1.0)
-    # A weak lexical arm (a relaxed scatter matching a fifth of the query) has no say.
-    assert weights(0.2, 0.3) == (0.0, 1.0)
-    assert weights(0.5, 0.3)[0] == pytest.approx(0.5)
-    # A weak vector arm (no hit stands out) keeps only the floor.
-    assert weights(1.0, 0.01) == (1.0, VECTOR_FLOOR)
-    assert weights(1.0, 0.105)[1] == pytest.approx(VECTOR_FLOOR + (1 - VECTOR_FLOOR) * 0.5)
+    # Half the vector top 10 among the lexical candidates: the base vector share.
+    assert weights(1.0, 0.5) == pytest.approx((0.65, 0.35))
+    # Lists that agree give the vector list more say; lists that disagree, less.
+    assert weights(1.0, 1.0) == pytest.approx((0.4, 0.6))
+    assert weights(1.0, 0.0) == pytest.approx((0.9, 0.1))
+    # A paraphrase: the lexical list matched little and shares nothing with the vector
+    # list, so the gate closes it.
+    assert weights(0.2, 0.1) == (0.0, pytest.approx(0.15))
+    # Half way up the gate (coverage + agreement = 0.675).
+    lex, vec = weights(0.375, 0.3)
+    assert vec == pytest.approx(0.25) and lex == pytest.approx(0.75 * 0.5)
+    # The vector share stays within [VECTOR_MIN, 1 - VECTOR_MIN].
+    steep = AdaptiveParams(0.6, 0.75, 0.35, 2.0, 0.5)
+    assert arm_weights(Signals(1.0, 1.0, 0.5), steep)[1] == 1 - VECTOR_MIN
+    assert arm_weights(Signals(1.0, 0.0, 0.5), steep)[1] == VECTOR_MIN
     # The shipped defaults are the ones in worker.toml.
     assert params_of(SearchConfig()) == PARAMS
 
 
-def test_adaptive_order_on_hand_built_lists() -> None:
+def test_adaptive_scores_on_hand_built_lists() -> None:
     lex = [("n1", 12.0), ("n2", 11.0), ("v2", 3.0)]
     vec = [("v1", 0.62), ("v2", 0.40), ("v3", 0.38), ("n1", 0.30)]
-    gap = cosine_gap([c for _, c in vec])
-    # Weak lexical arm: the vector order, untouched by the lexical noise; plain RRF instead
-    # lifts n1 (in both lists) above the vector's best.
-    weak = adaptive(lex, vec, Signals(0.2, 0.62, gap), PARAMS, k=60)
+    signals = Signals(coverage=1.0, agreement=0.5, top_cosine=0.62)
+    fused = {f.kbid: f for f in adaptive(lex, vec, signals, PARAMS, k=60)}
+    w_lex, w_vec = 0.65, 0.35
+
+    def part(w: float, norm: float, rank: int) -> float:
+        return w * (0.5 * norm + 0.5 * 61 / (60 + rank))
+
+    assert fused["n1"].score == pytest.approx(part(w_lex, 1.0, 1) + part(w_vec, 0.0, 4))
+    assert fused["v2"].score == pytest.approx(
+        part(w_lex, 0.0, 3) + part(w_vec, (0.40 - 0.30) / 0.32, 2)
+    )
+    assert fused["v1"].score == pytest.approx(part(w_vec, 1.0, 1))
+    assert fused["n2"].lexical_weight == pytest.approx(w_lex)
+    # A closed gate: the vector order, untouched by the lexical noise, which plain RRF
+    # lifts above the vector's best (n1 is in both lists).
+    weak = adaptive(lex, vec, Signals(0.2, 0.25, 0.62), PARAMS, k=60)
     assert [f.kbid for f in weak][:4] == ["v1", "v2", "v3", "n1"]
     assert [f.kbid for f in rrf(lex, vec, k=60)][0] == "n1"
-    # Strong lexical arm and a vector arm without a standout: the lexical order leads.
-    flat = [("v1", 0.41), ("v2", 0.40), ("v3", 0.40), ("n1", 0.39)]
-    strong = adaptive(
-        lex, flat, Signals(1.0, 0.41, cosine_gap([0.41, 0.40, 0.40, 0.39])), PARAMS, k=60
+    # Lexical-only hits that the closed gate scores 0 keep their lexical order below.
+    assert [f.kbid for f in weak][4:] == ["n2"]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_a_hit_both_lists_rank_above_another_is_fused_above_it(seed: int) -> None:
+    import random
+
+    rnd = random.Random(seed)
+    pool = [f"k{i:02d}" for i in range(30)]
+    lex_ids = rnd.sample(pool, rnd.randint(0, 25))
+    vec_ids = rnd.sample(pool, rnd.randint(0, 25))
+    lex = list(zip(lex_ids, sorted((rnd.uniform(0, 20) for _ in lex_ids), reverse=True)))
+    vec = list(zip(vec_ids, sorted((rnd.uniform(-0.2, 1) for _ in vec_ids), reverse=True)))
+    signals = Signals(rnd.random(), rnd.random(), None)
+    params = AdaptiveParams(
+        rnd.uniform(0, 1), rnd.uniform(0.5, 2), rnd.random(), rnd.uniform(0, 2), rnd.random()
     )
-    assert [f.kbid for f in strong][:3] == ["n1", "v2", "n2"]
-    assert strong[0].score == pytest.approx(1 / 61 + VECTOR_FLOOR / 64)
+    lex_rank = {k: i for i, (k, _) in enumerate(lex)}
+    vec_rank = {k: i for i, (k, _) in enumerate(vec)}
+    miss = 1 << 20
+    for fused in (
+        adaptive(lex, vec, signals, params, k=60),
+        rrf(lex, vec, k=rnd.choice([1, 60])),
+        linear(lex, vec, weight=rnd.random()),
+    ):
+        pos = {f.kbid: i for i, f in enumerate(fused)}
+        for a in pos:
+            for b in pos:
+                la, lb = lex_rank.get(a, miss), lex_rank.get(b, miss)
+                va, vb = vec_rank.get(a, miss), vec_rank.get(b, miss)
+                # a is at or above b in both lists, strictly in one of them.
+                if la <= lb and va <= vb and (la, va) != (lb, vb):
+                    assert pos[a] < pos[b], (a, b, la, lb, va, vb)
 
 
 def test_signals_from_a_real_lexical_ranking(kb: kbdb.KnowledgeBase) -> None:
@@ -158,12 +206,12 @@ def test_signals_from_a_real_lexical_ranking(kb: kbdb.KnowledgeBase) -> None:
 
     strict, relaxed = signals("redis session cache")
     assert strict.coverage == 1.0 and relaxed[0] is False
-    assert strict.top_cosine is None and strict.gap == 0.0
+    assert strict.top_cosine is None and strict.agreement == 0.0
     # Six required words, one of which ("team") matches: a relaxed scatter.
     weak, relaxed = signals("why did the team pick that storage engine")
     assert relaxed == [True]
     assert weak.coverage == pytest.approx(1 / 6)
-    assert arm_weights(weak, PARAMS)[0] == 0.0
+    assert arm_weights(weak, PARAMS)[0] == 0.0  # and no agreement with an empty vector list
     parsed = lexical.parse("postgres jsonb redis")
     hit = lexical.rank(parsed, want=10, page_end=10, allow=None, explain=False).hits[0]
     assert coverage(hit.matched, parsed) == pytest.approx(2 / 3)
@@ -200,11 +248,13 @@ def test_explain_shows_each_arms_rank_score_and_weight(hkb: kbdb.KnowledgeBase) 
     assert ex["lexical_score"] > 0 and 0.0 < ex["cosine"] <= 1.0
     signals = ex["signals"]
     assert signals["coverage"] == 1.0 and signals["top_cosine"] == ex["cosine"]
-    assert ex["lexical_weight"] == 1.0  # a strict hit: every query word matched
-    expected_vec = VECTOR_FLOOR + (1 - VECTOR_FLOOR) * ramp(signals["gap"], 0.03, 0.18)
+    expected_vec = min(max(0.35 + 0.5 * (signals["agreement"] - 0.5), 0.05), 0.95)
     assert ex["vector_weight"] == pytest.approx(expected_vec, abs=1e-6)
-    assert ex["lexical_part"] == pytest.approx(1 / 61, abs=1e-6)
-    assert ex["vector_part"] == pytest.approx(ex["vector_weight"] / 61, abs=1e-6)
+    # A strict hit (every query word matched): the gate is open.
+    assert ex["lexical_weight"] == pytest.approx(1 - expected_vec, abs=1e-6)
+    # Rank 1 of both lists, with each list's best score: each part is its whole weight.
+    assert ex["lexical_part"] == pytest.approx(ex["lexical_weight"], abs=1e-6)
+    assert ex["vector_part"] == pytest.approx(ex["vector_weight"], abs=1e-6)
     assert item.score == pytest.approx(ex["lexical_part"] + ex["vector_part"], abs=1e-6)
 
 

@@ -51,15 +51,17 @@ def test_hybrid_finds_what_lexical_misses(hkb: kbdb.KnowledgeBase) -> None:
     assert vec.items[0].score > vec.items[1].score
 
 
-def test_hybrid_explain_shows_both_ranks_and_rrf_parts(hkb: kbdb.KnowledgeBase) -> None:
+def test_hybrid_explain_shows_both_ranks_and_fused_parts(hkb: kbdb.KnowledgeBase) -> None:
     item = hkb.search("redis session cache", mode="hybrid", explain=True).items[0]
     assert item.docids == ("cache",)
     ex = item.explain
     assert ex is not None
     assert ex["lexical_rank"] == 1 and ex["vector_rank"] == 1
-    assert ex["lexical_part"] == pytest.approx(1 / 61, abs=1e-6)
-    assert ex["vector_part"] == pytest.approx(1 / 61, abs=1e-6)
-    assert item.score == pytest.approx(2 / 61, abs=1e-6)
+    # Rank 1 and the best score of both lists: each part is its list's whole share, and a
+    # strict match keeps the gate open, so the shares add up to 1.
+    assert ex["lexical_part"] == pytest.approx(ex["lexical_weight"], abs=1e-6)
+    assert ex["vector_part"] == pytest.approx(ex["vector_weight"], abs=1e-6)
+    assert item.score == pytest.approx(1.0, abs=1e-6)
     assert 0.0 < ex["cosine"] <= 1.0
 
 

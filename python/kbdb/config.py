@@ -30,18 +30,19 @@ Fusion = Literal["rrf", "linear", "adaptive"]
 Mode = Literal["lexical", "vector", "hybrid"]
 Kind = Literal["int", "float", "bool", "str", "path"]
 
-# Ranking defaults, chosen across SciFact, Cranfield, MEDLINE and the docker CLI navigation
-# queries with benches/tune_ranking.py (docs/search.md, "Defaults, chosen across
-# collections"). Change them here only.
-DEFAULT_K1 = 1.8
-DEFAULT_B_HEADING = 0.9
-DEFAULT_B_BODY = 0.9
+# Ranking defaults, chosen by leave-one-collection-out over SciFact, Cranfield, MEDLINE,
+# LISA, TIME and LoCoMo (the docker CLI navigation queries reported beside them) with
+# benches/tune_ranking.py (docs/search.md, "Defaults, chosen across collections"). Change
+# them here only.
+DEFAULT_K1 = 1.2
+DEFAULT_B_HEADING = 0.3
+DEFAULT_B_BODY = 0.85
 DEFAULT_B_CODE = 0.75
 DEFAULT_W_HEADING = 2.0
 DEFAULT_W_BODY = 1.0
 DEFAULT_W_CODE = 1.0
 DEFAULT_B_PATH = 1.0
-DEFAULT_W_PATH = 2.0
+DEFAULT_W_PATH = 3.0
 DEFAULT_QUERY_TF_K3 = 8.0
 DEFAULT_COMMON_CUTOFF = 0.5
 DEFAULT_NAME_BOOST = 0.5
@@ -241,10 +242,11 @@ _ALL_KEYS = (
     ConfigKey("search", "default_mode", "lexical", _one_of("lexical", "vector", "hybrid")),
     ConfigKey("search", "fusion", "adaptive", _one_of("rrf", "linear", "adaptive")),
     ConfigKey("search", "linear_weight", 0.5, _UNIT),
-    ConfigKey("search", "adaptive_coverage_low", 0.45, _UNIT),
-    ConfigKey("search", "adaptive_coverage_high", 0.55, _UNIT),
-    ConfigKey("search", "adaptive_gap_low", 0.03, _range(0, 2)),
-    ConfigKey("search", "adaptive_gap_high", 0.18, _range(0, 2)),
+    ConfigKey("search", "adaptive_gate_low", 0.6, _range(0, 2)),
+    ConfigKey("search", "adaptive_gate_high", 0.75, _range(0, 2)),
+    ConfigKey("search", "adaptive_vector_weight", 0.35, _UNIT),
+    ConfigKey("search", "adaptive_agreement_slope", 0.5, _range(0, 2)),
+    ConfigKey("search", "adaptive_rank_mix", 0.5, _UNIT),
     ConfigKey("search", "synonyms", True),
     ConfigKey("search", "sibling_boost", DEFAULT_SIBLING_BOOST, _UNIT),
     ConfigKey("search", "recency_half_life", "", _HALF_LIFE),
@@ -290,14 +292,19 @@ _DOCS = {
         'hybrid search: "adaptive" (RRF weighted per query), "rrf" or "linear" (weighted sum)'
     ),
     "search.linear_weight": 'fusion "linear": weight of the vector score, lexical gets the rest',
-    "search.adaptive_coverage_low": (
-        'fusion "adaptive": lexical weight 0 up to this share of query words matched'
+    "search.adaptive_gate_low": (
+        'fusion "adaptive": lexical weight 0 up to this coverage + agreement (0 to 2)'
     ),
-    "search.adaptive_coverage_high": 'fusion "adaptive": lexical weight 1 from this share on',
-    "search.adaptive_gap_low": (
-        'fusion "adaptive": vector weight 0.1 up to this gap (top cosine - mean of ranks 2-10)'
+    "search.adaptive_gate_high": 'fusion "adaptive": full lexical weight from this sum on',
+    "search.adaptive_vector_weight": (
+        'fusion "adaptive": the vector share when half the vector top 10 is in the lexical list'
     ),
-    "search.adaptive_gap_high": 'fusion "adaptive": vector weight 1 from this gap on',
+    "search.adaptive_agreement_slope": (
+        'fusion "adaptive": vector share added per unit of agreement above one half'
+    ),
+    "search.adaptive_rank_mix": (
+        'fusion "adaptive": the share of the rank (RRF) part beside the normalized scores'
+    ),
     "search.synonyms": "expand queries with built-in and .kbdb/synonyms.toml synonyms",
     "search.sibling_boost": "bounded boost when other sections of the same document match",
     "search.recency_half_life": ('scores decay with age, x 0.5 per half-life ("30d"; "" = off)'),
@@ -378,10 +385,11 @@ class SearchConfig(_Validated):
     default_mode: Mode = "lexical"
     fusion: Fusion = "adaptive"
     linear_weight: float = 0.5
-    adaptive_coverage_low: float = 0.45
-    adaptive_coverage_high: float = 0.55
-    adaptive_gap_low: float = 0.03
-    adaptive_gap_high: float = 0.18
+    adaptive_gate_low: float = 0.6
+    adaptive_gate_high: float = 0.75
+    adaptive_vector_weight: float = 0.35
+    adaptive_agreement_slope: float = 0.5
+    adaptive_rank_mix: float = 0.5
     synonyms: bool = True
     sibling_boost: float = DEFAULT_SIBLING_BOOST
     recency_half_life: str = ""
@@ -425,6 +433,29 @@ _SECTIONS: dict[str, type[_Validated]] = {
 }
 
 
+# Keys of earlier versions whose setting no longer exists: a file that still holds one
+# loads, with a notice on stderr naming what replaced it, instead of failing.
+RETIRED_KEYS = {
+    "search.adaptive_coverage_low": "search.adaptive_gate_low",
+    "search.adaptive_coverage_high": "search.adaptive_gate_high",
+    "search.adaptive_gap_low": "search.adaptive_vector_weight",
+    "search.adaptive_gap_high": "search.adaptive_agreement_slope",
+}
+
+
+def _retired(dotted: str, where: str) -> bool:
+    """True (after a notice on stderr) for a retired key, which is then ignored."""
+    new = RETIRED_KEYS.get(dotted)
+    if new is None:
+        return False
+    print(
+        f"kbdb: {where}: {dotted} is no longer used and is ignored (the adaptive fusion's"
+        f" signals changed; see {new}); remove it to silence this notice",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _from_mapping(raw: Mapping[str, Any], where: str) -> Config:
     """Validate parsed TOML into a Config; errors are prefixed with ``where`` (the file)."""
     parts: dict[str, Any] = {}
@@ -435,6 +466,7 @@ def _from_mapping(raw: Mapping[str, Any], where: str) -> Config:
                 raise ConfigInvalidError(f"unknown section [{name}] (allowed: {allowed})")
             if not isinstance(table, dict):
                 raise ConfigInvalidError(f"[{name}] must be a table (got {_show(table)})")
+            table = {k: v for k, v in table.items() if not _retired(f"{name}.{k}", where)}
             for key in table:
                 if f"{name}.{key}" not in _KEYS:
                     allowed = ", ".join(k.name for k in _SCHEMA[name])

@@ -13,10 +13,10 @@ def test_show_defaults(tmp_path: Path, kbdb: Kbdb) -> None:
     assert kbdb("init").code == 0
     res = kbdb("config", "show")
     assert res.code == 0, res.err
-    assert "[search]" in res.out and "k1 = 1.8" in res.out and 'provider = "none"' in res.out
+    assert "[search]" in res.out and "k1 = 1.2" in res.out and 'provider = "none"' in res.out
     assert "# model_path is not set" in res.out
     assert kbdb("--json", "config", "show").json() == config_to_dict(Config())
-    assert kbdb("config", "show", "search.k1").out == "1.8\n"
+    assert kbdb("config", "show", "search.k1").out == "1.2\n"
     assert kbdb("config", "show", "embedding.provider").out == "none\n"
     assert kbdb("--json", "config", "show", "search.synonyms").json() == {
         "key": "search.synonyms",
@@ -31,11 +31,11 @@ def test_set_keeps_comments_and_shows_the_default(tmp_path: Path, kbdb: Kbdb) ->
     assert res.code == 0, res.err
     assert res.out == "search.k1 = 1.5\n"
     text = (tmp_path / ".kbdb" / "worker.toml").read_text(encoding="utf-8")
-    assert "k1 = 1.5 # default: 1.8" in text
+    assert "k1 = 1.5 # default: 1.2" in text
     for line in default_config_text().splitlines():
-        if line != "# k1 = 1.8":
+        if line != "# k1 = 1.2":
             assert line in text.splitlines()
-    assert "k1 = 1.5  # default: 1.8" in kbdb("config", "show").out
+    assert "k1 = 1.5  # default: 1.2" in kbdb("config", "show").out
     assert kbdb("--json", "config", "show").json()["search"]["k1"] == 1.5
     assert kbdb("--json", "search", "anything").code == 0  # the KB opens with it
 

@@ -16,22 +16,31 @@ cosines are clamped at 0, so 0 stays the bottom and the gaps between scores are 
 ``w_lex · lexical + w_vec · vector``. ``benches/tune_fusion.py`` measures it as the other
 way to combine the adaptive weights.
 
-Adaptive: weighted RRF, with the two weights taken from the query's own results
-(:func:`arm_weights`):
+Adaptive (the default): per list, a blend of the normalized score and the rank,
 
-    w_lex = ramp(coverage; coverage_low, coverage_high)
-    w_vec = floor + (1 − floor) · ramp(gap; gap_low, gap_high)
+    part(d) = w_list · ((1 − mix) · minmax(score(d)) + mix · (k + 1) / (k + rank(d)))
+
+so rank 1 of a list is worth ``w_list`` from either half. The weights come from the query's
+own two lists (:func:`arm_weights`):
+
+    w_vec = clamp(vector_weight + agreement_slope · (agreement − 1/2), 0.05, 0.95)
+    w_lex = (1 − w_vec) · ramp(coverage + agreement; gate_low, gate_high)
     ramp(x; lo, hi) = clamp((x − lo) / (hi − lo), 0, 1)
 
 *coverage* is the largest share of the required query words that one lexical candidate
-matched: 1 as soon as one hit is strict, low when the lexical list is a relaxed scatter of
-partial matches. *gap* is the vector list's top cosine minus the mean cosine of its ranks
-2–10: large when one section stands out, small when the best hit is one of many alike. A
-lexical arm that matched little of the query gets no say, whatever its BM25F scores, so
-its noise cannot push the vector arm's hits down; a vector arm without a clear best hit
-counts for less against a lexical arm that matched the query well. The vector weight
-never drops below ``floor``, so a query that neither arm matches well is ranked by the
-vector arm.
+matched; *agreement* is the share of the vector list's top 10 that the lexical candidates
+also hold. Where the two lists find the same sections, the vector list gets more say (on
+collections where both arms are good they agree, and fusing them gains most); where they
+disagree, the lexical list, which matched the query's own words, keeps the larger share.
+Only when the lexical list matched little of the query *and* shares almost nothing with the
+vector list (a paraphrase: the question has none of the words of its answer) does the gate
+close and the vector list rank alone. Neither signal depends on the query's length the way
+a raw coverage threshold does: a long question that matches a third of its words in the
+right abstracts still agrees with the vector list.
+
+Every list's part falls with its rank and no weight is negative, so a section that both
+lists rank above another is fused above it; ties go by the better of the two ranks, then
+by kbid.
 """
 
 from __future__ import annotations
@@ -43,10 +52,13 @@ from typing import Any, NamedTuple
 Ranked = Sequence[tuple[str, float]]
 """(kbid, score), best first."""
 
-# The smallest vector weight of the adaptive fusion.
-VECTOR_FLOOR = 0.1
-# The gap: the top cosine minus the mean cosine of ranks 2..GAP_RANKS.
-GAP_RANKS = 10
+# The adaptive fusion's vector share stays within [VECTOR_MIN, 1 - VECTOR_MIN].
+VECTOR_MIN = 0.05
+# Agreement: the share of the vector list's top AGREEMENT_RANKS in the lexical candidates.
+AGREEMENT_RANKS = 10
+# Scores are normalized over each list's first NORM_DEPTH entries, so that a deeper page
+# (a longer list) does not change the scores of the first ones.
+NORM_DEPTH = 100
 
 
 class Fused(NamedTuple):
@@ -66,36 +78,38 @@ class Fused(NamedTuple):
 
 @dataclass(frozen=True)
 class Signals:
-    """How strong each arm's result is for one query.
+    """What one query's two candidate lists say about each other.
 
     ``coverage``: the largest share of the required query words that one lexical candidate
-    matched, in [0, 1] (0 without lexical candidates); ``top_cosine``: the vector list's
-    best cosine (None without vector candidates); ``gap``: ``top_cosine`` minus the mean
-    cosine of the vector ranks 2 to ``GAP_RANKS`` (0 with fewer than two candidates)."""
+    matched, in [0, 1] (0 without lexical candidates); ``agreement``: the share of the
+    vector list's top ``AGREEMENT_RANKS`` that are lexical candidates too, in [0, 1] (0
+    when either list is empty); ``top_cosine``: the vector list's best cosine (None without
+    vector candidates; shown by ``explain``, not used by the weights)."""
 
     coverage: float
+    agreement: float
     top_cosine: float | None
-    gap: float
 
 
 @dataclass(frozen=True)
 class AdaptiveParams:
-    """The ramps of :func:`arm_weights` (``[search] adaptive_*`` in ``worker.toml``, whose
+    """The adaptive fusion's settings (``[search] adaptive_*`` in ``worker.toml``, whose
     defaults ``benches/tune_fusion.py`` chose)."""
 
-    coverage_low: float
-    coverage_high: float
-    gap_low: float
-    gap_high: float
-    vector_floor: float = VECTOR_FLOOR
+    gate_low: float
+    gate_high: float
+    vector_weight: float
+    agreement_slope: float
+    rank_mix: float
 
 
-def cosine_gap(cosines: Sequence[float]) -> float:
-    """The best cosine minus the mean of the next ``GAP_RANKS - 1`` (0 for fewer than two)."""
-    ranked = sorted(cosines, reverse=True)[:GAP_RANKS]
-    if len(ranked) < 2:
+def agreement(lexical: Sequence[str], vector: Sequence[str]) -> float:
+    """The share of ``vector``'s first ``AGREEMENT_RANKS`` kbids that ``lexical`` holds."""
+    top = vector[:AGREEMENT_RANKS]
+    if not top or not lexical:
         return 0.0
-    return ranked[0] - sum(ranked[1:]) / (len(ranked) - 1)
+    held = set(lexical)
+    return sum(1 for k in top if k in held) / len(top)
 
 
 def ramp(x: float, lo: float, hi: float) -> float:
@@ -107,10 +121,12 @@ def ramp(x: float, lo: float, hi: float) -> float:
 
 
 def arm_weights(signals: Signals, params: AdaptiveParams) -> tuple[float, float]:
-    """``(lexical weight, vector weight)`` for one query, each in [0, 1]."""
-    w_lex = ramp(signals.coverage, params.coverage_low, params.coverage_high)
-    strength = ramp(signals.gap, params.gap_low, params.gap_high)
-    return w_lex, params.vector_floor + (1.0 - params.vector_floor) * strength
+    """``(lexical weight, vector weight)`` for one query, each in [0, 1], summing to 1
+    unless the gate closes the lexical list."""
+    share = params.vector_weight + params.agreement_slope * (signals.agreement - 0.5)
+    w_vec = min(max(share, VECTOR_MIN), 1.0 - VECTOR_MIN)
+    gate = ramp(signals.coverage + signals.agreement, params.gate_low, params.gate_high)
+    return (1.0 - w_vec) * gate, w_vec
 
 
 def rrf(
@@ -158,12 +174,22 @@ def convex(lexical: Ranked, vector: Ranked, *, weights: tuple[float, float]) -> 
 def adaptive(
     lexical: Ranked, vector: Ranked, signals: Signals, params: AdaptiveParams, *, k: float
 ) -> list[Fused]:
-    """:func:`rrf` with ``k`` and the weights of :func:`arm_weights`."""
-    return rrf(lexical, vector, k=k, weights=arm_weights(signals, params))
+    """Per list ``w · ((1 − mix) · minmax(score) + mix · (k + 1) / (k + rank))``, with the
+    weights of :func:`arm_weights` and ``mix = params.rank_mix``."""
+    weights = arm_weights(signals, params)
+    mix = params.rank_mix
+
+    def part(w: float) -> PartFn:
+        def fn(rank: int, score: float, lo: float, hi: float) -> float:
+            return w * ((1.0 - mix) * _minmax(score, lo, hi) + mix * (k + 1.0) / (k + rank))
+
+        return fn
+
+    return _fuse(lexical, vector, part(weights[0]), part(weights[1]), weights)
 
 
 def _minmax(score: float, lo: float, hi: float) -> float:
-    return 1.0 if hi <= lo else (score - lo) / (hi - lo)
+    return 1.0 if hi <= lo else max(score - lo, 0.0) / (hi - lo)
 
 
 def _by_best(score: float, hi: float) -> float:
@@ -187,7 +213,7 @@ def _fuse(
     for which, ranked, part in ((0, lexical, lex_part), (1, vector, vec_part)):
         if not ranked:
             continue
-        scores = [s for _, s in ranked]
+        scores = [s for _, s in ranked[:NORM_DEPTH]]
         lo = min(scores)
         hi = max(scores)
         for rank, (kbid, score) in enumerate(ranked, start=1):
@@ -204,5 +230,11 @@ def _fuse(
         Fused(kbid, r[4] + r[5], r[0], r[1], r[2], r[3], r[4], r[5], w_lex, w_vec)
         for kbid, r in rows.items()
     ]
-    fused.sort(key=lambda f: (-f.score, f.kbid))
+    fused.sort(key=_order)
     return fused
+
+
+def _order(f: Fused) -> tuple[float, int, str]:
+    """Best score first; a tie goes to the better of the two ranks, then to the kbid."""
+    best = min(r for r in (f.lexical_rank, f.vector_rank, 1 << 30) if r is not None)
+    return (-f.score, best, f.kbid)

@@ -1,8 +1,9 @@
 """Vector and hybrid search (SPEC §4.2): the vector path alone, or both paths fused.
 
 Each path contributes its top ``max(100, offset + limit)`` candidates, with the filters
-applied inside both. ``fusion``: ``"adaptive"`` (default: RRF with per-query arm weights
-from the lexical coverage and the vector list's cosine gap; ``kbdb.search.fusion``),
+applied inside both. ``fusion``: ``"adaptive"`` (default: normalized scores and ranks
+blended with per-query arm weights from the lexical coverage and the two lists' agreement;
+``kbdb.search.fusion``),
 ``"rrf"`` (``rrf_k``) or ``"linear"`` (``linear_weight`` on the vector side). A stale
 vector index makes both modes run lexical only, with ``retrieval_method: "lexical"`` and
 ``vector_index_stale: true``.
@@ -25,7 +26,7 @@ from kbdb.search.fusion import (
     Fused,
     Signals,
     adaptive,
-    cosine_gap,
+    agreement,
     linear,
     rrf,
 )
@@ -119,10 +120,11 @@ def search_fused(
 def params_of(cfg: SearchConfig) -> AdaptiveParams:
     """The adaptive fusion's ramps from the ``[search]`` settings."""
     return AdaptiveParams(
-        coverage_low=cfg.adaptive_coverage_low,
-        coverage_high=cfg.adaptive_coverage_high,
-        gap_low=cfg.adaptive_gap_low,
-        gap_high=cfg.adaptive_gap_high,
+        gate_low=cfg.adaptive_gate_low,
+        gate_high=cfg.adaptive_gate_high,
+        vector_weight=cfg.adaptive_vector_weight,
+        agreement_slope=cfg.adaptive_agreement_slope,
+        rank_mix=cfg.adaptive_rank_mix,
     )
 
 
@@ -140,14 +142,17 @@ def arm_signals(
     parsed: ParsedQuery, lex_hits: list[Hit], vec_hits: list[tuple[str, float]]
 ) -> Signals:
     """The adaptive fusion's view of one query's two candidate lists: the best lexical
-    coverage, the best cosine and the gap below it."""
+    coverage and the lists' agreement, both over the first ``FUSION_CANDIDATES`` of each
+    list (so a deeper page sees the same signals), and the best cosine."""
+    lex_top = lex_hits[:FUSION_CANDIDATES]
     best = 0.0
-    for h in lex_hits:
+    for h in lex_top:
         best = max(best, coverage(h.matched, parsed))
         if best >= 1.0:
             break
+    agree = agreement([h.kbid for h in lex_top], [k for k, _ in vec_hits[:FUSION_CANDIDATES]])
     cosines = [c for _, c in vec_hits]
-    return Signals(coverage=best, top_cosine=max(cosines, default=None), gap=cosine_gap(cosines))
+    return Signals(coverage=best, agreement=agree, top_cosine=max(cosines, default=None))
 
 
 def _hit(
@@ -176,8 +181,8 @@ def _hit(
         if signals is not None:
             extra["signals"] = {
                 "coverage": round(signals.coverage, 6),
+                "agreement": round(signals.agreement, 6),
                 "top_cosine": None if signals.top_cosine is None else round(signals.top_cosine, 6),
-                "gap": round(signals.gap, 6),
             }
     return Hit(
         kbid=f.kbid,
