@@ -36,6 +36,7 @@ from kbdb.errors import (
 )
 from kbdb.evaluation.beir import BeirDataset, BeirDoc, load_beir
 from kbdb.evaluation.category import (
+    CategoryNaming,
     CategoryScores,
     load_categories,
     name_categories,
@@ -136,7 +137,7 @@ def run_eval(
     progress: EvalProgress | None = None,
     per_query: Path | None = None,
     categories: Path | None = None,
-    category_names: str | None = None,
+    category_names: CategoryNaming | None = None,
 ) -> EvalReport:
     """Evaluate search on a BEIR dataset.
 

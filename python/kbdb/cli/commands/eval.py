@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kbdb.cli.options import global_options, state
 from kbdb.cli.render import console, emit_json
+
+if TYPE_CHECKING:
+    from kbdb.evaluation.category import CategoryNaming
 
 MODES = ("lexical", "vector", "hybrid")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -124,7 +127,7 @@ def eval_(
     split: str | None,
     per_query: Path | None,
     categories: Path | None,
-    category_names: str | None,
+    category_names: CategoryNaming | None,
 ) -> int:
     """Learn a BEIR corpus and report nDCG@10, Recall@10, Recall@100, MRR@10, queries/s
     and latency; per category when the queries have categories.
