@@ -298,3 +298,126 @@ def test_run_eval_per_query_path_is_checked_before_the_run(tmp_path: Path) -> No
     assert missing.value.hint and "create the folder" in missing.value.hint
     with pytest.raises(InvalidArgumentError, match="is a folder"):
         run_eval(corpus, queries, qrels, per_query=tmp_path)
+
+
+# -- Recall@10 and categories ----------------------------------------------------------------
+
+
+def test_score_rankings_reports_recall_at_10() -> None:
+    qrels = {"q1": {"a": 1, "b": 1}}
+    ranking = [f"x{i}" for i in range(9)] + ["a"] + [f"y{i}" for i in range(5)] + ["b"]
+    scores = score_rankings({"q1": ranking}, qrels)
+    assert scores["recall@10"] == pytest.approx(0.5)  # "a" at rank 10, "b" at rank 16
+    assert scores["recall@100"] == pytest.approx(1.0)
+
+
+def _q1_q2_metrics() -> tuple[dict[str, float], dict[str, float]]:
+    """The metrics of q1 and q2 of ``_dataset`` (see test_run_eval_end_to_end)."""
+    q1 = {
+        "ndcg@10": (1 + 1 / LOG2_3) / (1.5 + 1 / LOG2_3),
+        "recall@10": 2 / 3,
+        "mrr@10": 1.0,
+    }
+    q2 = {"ndcg@10": 1 / LOG2_3, "recall@10": 1.0, "mrr@10": 0.5}
+    return q1, q2
+
+
+def test_run_eval_reports_recall_at_10(tmp_path: Path) -> None:
+    corpus, queries, qrels = _dataset(tmp_path)
+    report = run_eval(corpus, queries, qrels)
+    assert report.recall_at_10 == pytest.approx((2 / 3 + 1) / 2)
+    d = report.to_dict()
+    assert list(d)[:4] == ["ndcg@10", "recall@10", "recall@100", "mrr@10"]
+    assert d["recall@10"] == round(report.recall_at_10, 6)
+    assert report.categories == () and d["categories"] == []  # no query has a category
+
+
+def test_run_eval_per_category_from_the_query_records(tmp_path: Path) -> None:
+    corpus, _, qrels = _dataset(tmp_path)
+    queries = _write_jsonl(
+        tmp_path / "queries.jsonl",
+        [
+            {"_id": "q1", "text": "sunlight electricity", "category": "energy"},
+            {"_id": "q2", "text": "wild yeast bread", "metadata": {"category": "food"}},
+        ],
+    )
+    report = run_eval(corpus, queries, qrels)
+    q1, q2 = _q1_q2_metrics()
+    assert [(c.category, c.name, c.queries) for c in report.categories] == [
+        ("energy", None, 1),
+        ("food", None, 1),
+    ]
+    energy, food = report.categories
+    assert energy.ndcg_at_10 == pytest.approx(q1["ndcg@10"])
+    assert energy.recall_at_10 == pytest.approx(q1["recall@10"])
+    assert energy.mrr_at_10 == pytest.approx(q1["mrr@10"])
+    assert food.ndcg_at_10 == pytest.approx(q2["ndcg@10"])
+    assert (food.recall_at_10, food.mrr_at_10) == (pytest.approx(1.0), pytest.approx(0.5))
+    assert report.to_dict()["categories"][0] == {
+        "category": "energy",
+        "name": None,
+        "queries": 1,
+        "ndcg@10": round(q1["ndcg@10"], 6),
+        "recall@10": round(2 / 3, 6),
+        "mrr@10": 1.0,
+    }
+
+
+def test_run_eval_categories_file_numbers_stay_unnamed_without_a_naming(tmp_path: Path) -> None:
+    corpus, queries, qrels = _dataset(tmp_path)
+    cats = tmp_path / "cats.json"
+    cats.write_text(json.dumps({"q1": 2, "q2": 2, "q3": 1, "elsewhere": 4}), encoding="utf-8")
+    report = run_eval(corpus, queries, qrels, categories=cats)
+    # q3 is not judged, so category 1 has no query; both judged queries are in category 2.
+    (only,) = report.categories
+    assert (only.category, only.name, only.queries) == ("2", None, 2)
+    assert only.ndcg_at_10 == pytest.approx(report.ndcg_at_10)
+    assert only.recall_at_10 == pytest.approx(report.recall_at_10)
+    assert only.mrr_at_10 == pytest.approx(report.mrr_at_10)
+
+
+def test_run_eval_locomo_names_and_uncategorized_queries(tmp_path: Path) -> None:
+    corpus, _, qrels = _dataset(tmp_path)
+    queries = _write_jsonl(
+        tmp_path / "queries.jsonl",
+        [
+            {"_id": "q1", "text": "sunlight electricity", "category": "multi"},
+            {"_id": "q2", "text": "wild yeast bread"},
+        ],
+    )
+    cats = tmp_path / "queries_by_category.json"
+    cats.write_text(json.dumps({"q1": 4}), encoding="utf-8")  # the file wins over the record
+    out = tmp_path / "pq.jsonl"
+    report = run_eval(
+        corpus, queries, qrels, categories=cats, category_names="locomo", per_query=out
+    )
+    assert [(c.category, c.name, c.queries) for c in report.categories] == [
+        ("4", "single-hop", 1),
+        (None, None, 1),  # q2 has no category
+    ]
+    q1, q2 = _read_jsonl(out)
+    assert q1["category"] == "4" and "category" not in q2
+    assert q1["recall@10"] == pytest.approx(2 / 3, abs=1e-6) and q2["recall@10"] == 1.0
+
+
+def test_run_eval_rejects_bad_categories(tmp_path: Path) -> None:
+    corpus, queries, qrels = _dataset(tmp_path)
+    cats = tmp_path / "cats.json"
+    cases = [
+        ("[1, 2]", "expected a JSON object"),
+        ("{oops", "invalid JSON"),
+        ('{"q1": true}', "'q1' must be a number or a string"),
+        ('{"nobody": 1}', "names none of the 2 judged queries"),
+    ]
+    for text, message in cases:
+        cats.write_text(text, encoding="utf-8")
+        with pytest.raises(InvalidArgumentError, match=message):
+            run_eval(corpus, queries, qrels, categories=cats)
+    # A category the LoCoMo numbering does not have: not LoCoMo, so it is not labelled.
+    cats.write_text('{"q1": 1, "q2": 7}', encoding="utf-8")
+    with pytest.raises(InvalidArgumentError, match="category '7' has no locomo name"):
+        run_eval(corpus, queries, qrels, categories=cats, category_names="locomo")
+    with pytest.raises(InvalidArgumentError, match="unknown category naming"):
+        run_eval(corpus, queries, qrels, categories=cats, category_names="trec")
+    with pytest.raises(InvalidArgumentError, match="no such file"):
+        run_eval(corpus, queries, qrels, categories=tmp_path / "missing.json")

@@ -285,6 +285,7 @@ class KnowledgeBase:
         until: str | datetime | None = None,
         sort: str | None = None,
         as_of: str | datetime | None = None,
+        min_confidence: float = 0.0,
     ) -> SearchResult:
         """Ranked search (SPEC §4). ``mode`` is ``lexical``, ``vector`` or ``hybrid``;
         None (the default) takes ``search.default_mode`` from the configuration. When that
@@ -299,7 +300,12 @@ class KnowledgeBase:
         timestamp or a ``datetime``. ``sort``: ``"relevance"`` (default) or ``"recent"``
         (newest first, ties by score). ``as_of`` answers from the sections live at that
         moment, with the corpus statistics of that moment. ``search.recency_half_life``
-        decays scores with age."""
+        decays scores with age.
+
+        ``min_confidence`` (0–1) drops the hits whose ``confidence`` is below it, so that a
+        search can honestly return nothing: ``total`` then counts the hits that pass among
+        the first ``max(100, offset + limit)`` ranked, and an empty result is
+        ``unanswered`` (docs/search.md, "Minimum confidence")."""
         return self._searcher.search(
             query,
             mode=mode,
@@ -315,6 +321,7 @@ class KnowledgeBase:
             until=until,
             sort=sort,
             as_of=as_of,
+            min_confidence=min_confidence,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:

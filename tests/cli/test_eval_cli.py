@@ -57,3 +57,24 @@ def test_eval_per_query_file(tmp_path: Path, kbdb: Kbdb) -> None:
     assert all(r["ndcg@10"] == 1.0 and r["hits"][0]["relevant"] for r in rows)
     missing = kbdb("eval", *args, "--per-query", "nowhere/per-query.jsonl")
     assert missing.code == 2 and "nowhere" in missing.err and "does not exist" in missing.err
+
+
+def test_eval_recall_at_10_and_categories(tmp_path: Path, kbdb: Kbdb) -> None:
+    args = dataset(tmp_path)
+    write(tmp_path, "cats.json", json.dumps({"q1": 4, "q2": "2"}))
+    res = kbdb("--json", "eval", *args, "--categories", "cats.json", "--category-names", "locomo")
+    assert res.code == 0, res.err
+    report = res.json()
+    assert report["recall@10"] == 1.0
+    assert [(c["category"], c["name"], c["queries"]) for c in report["categories"]] == [
+        ("2", "temporal", 1),
+        ("4", "single-hop", 1),
+    ]
+    human = kbdb("eval", *args, "--categories", "cats.json", "--category-names", "locomo")
+    assert human.code == 0, human.err
+    assert "recall@10" in human.out and "2 temporal" in human.out and "4 single-hop" in human.out
+    plain = kbdb("eval", *args, "--categories", "cats.json")
+    assert plain.code == 0 and "temporal" not in plain.out  # numbers are shown as given
+    write(tmp_path, "cats.json", json.dumps({"q1": 9}))
+    bad = kbdb("eval", *args, "--categories", "cats.json", "--category-names", "locomo")
+    assert bad.code == 2 and "has no locomo name" in bad.err

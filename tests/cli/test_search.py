@@ -188,3 +188,22 @@ def test_learn_missing_path_and_misused_options(tmp_path: Path, kbdb: Kbdb) -> N
     assert misused.code == 2 and "--title only apply to stdin" in misused.err
     assert kbdb("learn", "-", "a.md").code == 2
     assert kbdb("learn").code == 2
+
+
+def test_search_min_confidence(learned: Path, kbdb: Kbdb) -> None:
+    plain = kbdb("--json", "search", "connection", "pool").json()
+    zero = kbdb("--json", "search", "connection", "pool", "--min-confidence", "0").json()
+    assert zero == plain and plain["items"]
+    empty = kbdb("--json", "search", "connection", "pool", "--min-confidence", "1")
+    assert empty.code == 0, empty.err
+    data = empty.json()
+    assert data["items"] == [] and data["total"] == 0 and data["has_more"] is False
+    assert data["retrieval_verdict"] == "unanswered"
+    human = kbdb("search", "connection", "pool", "--min-confidence", "1")
+    assert human.code == 0 and "unanswered" in human.out + human.err
+    for bad in ("1.5", "-0.1", "nan", "high"):
+        res = kbdb("search", "connection", "pool", "--min-confidence", bad)
+        assert res.code == 2, (bad, res.err)
+        assert res.err.startswith("kbdb: ") and "Traceback" not in res.err
+    out_of_range = kbdb("search", "pool", "--min-confidence", "1.5")
+    assert "min_confidence must be a number in [0, 1] (got 1.5)" in out_of_range.err

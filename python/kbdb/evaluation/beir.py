@@ -1,7 +1,8 @@
 """Reading a BEIR-format dataset: ``corpus.jsonl``, ``queries.jsonl`` and a qrels TSV.
 
 - ``corpus.jsonl``: one JSON object per line with ``_id``, ``title`` and ``text``.
-- ``queries.jsonl``: one JSON object per line with ``_id`` and ``text``.
+- ``queries.jsonl``: one JSON object per line with ``_id`` and ``text``; optionally a
+  ``category`` (or ``metadata.category``) for per-category metrics.
 - qrels: TSV rows ``query-id  corpus-id  score`` (graded, integer), with an optional header
   row. ``qrels`` may also be a BEIR ``qrels/`` folder, read as ``qrels/{split}.tsv``.
 
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbdb.errors import InvalidArgumentError
+from kbdb.evaluation.category import category_of
 
 __all__ = ["BeirDataset", "BeirDoc", "dataset_paths", "load_beir", "sha256_file"]
 
@@ -43,6 +45,8 @@ class BeirDataset:
         qrels: ``{query_id: {doc_id: relevance}}``.
         checksums: sha256 of the three files, keyed ``corpus``, ``queries``, ``qrels``.
         split: the qrels split name (the file stem).
+        categories: ``{query_id: category}`` of the judged queries whose record names one
+            (``category`` or ``metadata.category``), as text.
     """
 
     corpus: tuple[BeirDoc, ...]
@@ -50,6 +54,7 @@ class BeirDataset:
     qrels: dict[str, dict[str, int]]
     checksums: dict[str, str]
     split: str
+    categories: dict[str, str] = field(default_factory=dict)
 
 
 def sha256_file(path: Path) -> str:
@@ -95,7 +100,8 @@ def load_beir(corpus: Path, queries: Path, qrels: Path, *, split: str | None = N
         BeirDoc(str(_field(o, "_id", corpus, n)), _text(o, "title"), _text(o, "text"))
         for n, o in _jsonl(corpus)
     )
-    query_text = {str(_field(o, "_id", queries, n)): _text(o, "text") for n, o in _jsonl(queries)}
+    query_records = [(str(_field(o, "_id", queries, n)), o) for n, o in _jsonl(queries)]
+    query_text = {q: _text(o, "text") for q, o in query_records}
     judged = _read_qrels(qrels)
     missing = [q for q in judged if q not in query_text]
     if missing:
@@ -113,6 +119,9 @@ def load_beir(corpus: Path, queries: Path, qrels: Path, *, split: str | None = N
             "qrels": sha256_file(qrels),
         },
         split=qrels.stem,
+        categories={
+            q: cat for q, o in query_records if q in judged and (cat := category_of(o)) is not None
+        },
     )
 
 

@@ -4,9 +4,11 @@ The corpus is learned into a temporary knowledge base (or the one given as ``db`
 document per BEIR document, its ``docid`` the BEIR ``_id``, the ``title`` as the section's
 heading and the ``text`` as its body. Every judged query then runs once through
 :meth:`KnowledgeBase.search`, single-threaded, and the hits are mapped back to BEIR ids
-through their docids. The report holds nDCG@10, Recall@100 and MRR@10 (BEIR /
+through their docids. The report holds nDCG@10, Recall@10, Recall@100 and MRR@10 (BEIR /
 ``pytrec_eval`` definitions, see :mod:`kbdb.evaluation.metrics`), queries/s and p50/p95
-latency, the parameters used and the dataset checksums. With ``per_query``, each judged
+latency, the parameters used and the dataset checksums. When queries carry a category
+(their records, or a ``categories`` file), it also holds nDCG@10, Recall@10 and MRR@10
+per category (:mod:`kbdb.evaluation.category`). With ``per_query``, each judged
 query's metrics, the ranks of its relevant documents and its top hits go to a JSON Lines
 file (:func:`query_records`), so that the losses can be studied one query at a time.
 
@@ -33,6 +35,13 @@ from kbdb.errors import (
     InvalidArgumentError,
 )
 from kbdb.evaluation.beir import BeirDataset, BeirDoc, load_beir
+from kbdb.evaluation.category import (
+    CategoryNaming,
+    CategoryScores,
+    load_categories,
+    name_categories,
+    score_categories,
+)
 from kbdb.evaluation.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k
 
 if TYPE_CHECKING:
@@ -54,6 +63,7 @@ MODES = ("lexical", "vector", "hybrid")
 LEARN_BATCH = 2_048  # documents per transaction and index commit while loading a corpus
 NDCG_K = 10
 RECALL_K = 100
+RECALL_SHORT_K = 10  # Recall@10: what a top-10 page holds
 MRR_K = 10
 TOP_HITS = 10  # hits listed per query in the per-query file
 
@@ -69,6 +79,7 @@ class EvalReport:
     """The outcome of one evaluation. ``to_dict()`` is the JSON report."""
 
     ndcg_at_10: float
+    recall_at_10: float
     recall_at_100: float
     mrr_at_10: float
     queries: int
@@ -85,11 +96,14 @@ class EvalReport:
     params: dict[str, Any] = field(default_factory=dict)
     checksums: dict[str, str] = field(default_factory=dict)
     db: str | None = None
+    categories: tuple[CategoryScores, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data; metric keys read ``ndcg@10``, ``recall@100``."""
+        """The report as JSON-ready data; metric keys read ``ndcg@10``, ``recall@100``.
+        ``categories`` is ``[]`` when no query has a category."""
         return {
             "ndcg@10": round(self.ndcg_at_10, 6),
+            "recall@10": round(self.recall_at_10, 6),
             "recall@100": round(self.recall_at_100, 6),
             "mrr@10": round(self.mrr_at_10, 6),
             "queries": self.queries,
@@ -106,6 +120,7 @@ class EvalReport:
             "params": dict(self.params),
             "checksums": dict(self.checksums),
             "db": self.db,
+            "categories": [c.to_dict() for c in self.categories],
         }
 
 
@@ -121,6 +136,8 @@ def run_eval(
     split: str | None = None,
     progress: EvalProgress | None = None,
     per_query: Path | None = None,
+    categories: Path | None = None,
+    category_names: CategoryNaming | None = None,
 ) -> EvalReport:
     """Evaluate search on a BEIR dataset.
 
@@ -137,13 +154,21 @@ def run_eval(
         progress: called as ``(phase, done, total)`` while learning and searching.
         per_query: write one JSON line per judged query here (see :func:`query_records`),
             replacing the file when the run is done; its folder must exist.
+        categories: a JSON file ``{query_id: category}``; it takes precedence over the
+            categories of the ``queries.jsonl`` records (``category``,
+            ``metadata.category``).
+        category_names: name the categories by a documented mapping: ``"locomo"`` (1
+            multi-hop, 2 temporal, 3 open-domain, 4 single-hop). None reports them as
+            given.
 
     Returns:
         The report.
 
     Raises:
         InvalidArgumentError: bad paths or dataset files, an unknown mode, a bad limit, a
-            ``per_query`` path that is a folder or whose folder does not exist.
+            ``per_query`` path that is a folder or whose folder does not exist, a bad
+            categories file (or one naming no judged query), a category the naming does
+            not define.
         ConfigInvalidError: an unknown setting or an impossible value.
         EmbeddingProviderNotConfiguredError: ``vector``/``hybrid`` without a provider.
     """
@@ -156,6 +181,8 @@ def run_eval(
         _check_writable(per_query)
     settings = dict(settings or {})
     dataset = load_beir(Path(corpus), Path(queries), Path(qrels), split=split)
+    query_categories = _categories(dataset, categories)
+    names = name_categories(query_categories, category_names)
     from kbdb.kb import KnowledgeBase
 
     with tempfile.TemporaryDirectory(prefix="kbdb-eval-") as tmp:
@@ -196,11 +223,16 @@ def run_eval(
             kb.close()
 
     scores = score_rankings(rankings, dataset.qrels)
+    by_category = score_categories(
+        [q for q, _ in dataset.queries], rankings, dataset.qrels, query_categories, names
+    )
     if per_query is not None and hit_scores is not None:
-        _write_jsonl(per_query, query_records(dataset, rankings, hit_scores, latencies))
+        records = query_records(dataset, rankings, hit_scores, latencies, query_categories)
+        _write_jsonl(per_query, records)
     total_s = sum(latencies)
     return EvalReport(
         ndcg_at_10=scores["ndcg@10"],
+        recall_at_10=scores["recall@10"],
         recall_at_100=scores["recall@100"],
         mrr_at_10=scores["mrr@10"],
         queries=len(dataset.queries),
@@ -217,7 +249,24 @@ def run_eval(
         params=params,
         checksums=dataset.checksums,
         db=db_path,
+        categories=by_category,
     )
+
+
+def _categories(dataset: BeirDataset, path: Path | None) -> dict[str, str]:
+    """The judged queries' categories: the file's, over those of the query records."""
+    out = dict(dataset.categories)
+    if path is None:
+        return out
+    given = load_categories(Path(path))
+    judged = [q for q, _ in dataset.queries if q in given]
+    if not judged:
+        raise InvalidArgumentError(
+            f"{path} names none of the {len(dataset.queries)} judged queries",
+            hint="its keys must be query ids of the qrels",
+        )
+    out.update((q, given[q]) for q in judged)
+    return out
 
 
 def learn_corpus(
@@ -331,13 +380,15 @@ def query_records(
     rankings: Mapping[str, Sequence[str]],
     scores: Mapping[str, Sequence[float]],
     latencies: Sequence[float],
+    categories: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per judged query, in the order of ``dataset.queries``, for the
     per-query file:
 
-    - ``query_id``, ``query`` (its text);
-    - ``ndcg@10``, ``recall@100``, ``mrr@10`` (as in the report, for this query alone) and
-      ``latency_ms``;
+    - ``query_id``, ``query`` (its text), and ``category`` when ``categories`` (or the
+      dataset) gives it one;
+    - ``ndcg@10``, ``recall@10``, ``recall@100``, ``mrr@10`` (as in the report, for this
+      query alone) and ``latency_ms``;
     - ``retrieved``: how many BEIR documents the search returned;
     - ``relevant``: each judged-relevant document (relevance > 0) as ``{doc_id, gain,
       rank}``, ``rank`` 1-based in the retrieved list or null when it was not retrieved;
@@ -345,8 +396,11 @@ def query_records(
     - ``hits``: the top 10 as ``{rank, doc_id, score, relevant, gain}``, ``gain`` the
       judged relevance (0 for judged not relevant) or null when the document is not judged.
 
-    ``latencies`` are in seconds, in the order of ``dataset.queries``.
+    ``latencies`` are in seconds, in the order of ``dataset.queries``. ``categories``
+    defaults to ``dataset.categories``.
     """
+    if categories is None:
+        categories = dataset.categories
     out: list[dict[str, Any]] = []
     for (qid, text), seconds in zip(dataset.queries, latencies, strict=True):
         judged = dataset.qrels.get(qid, {})
@@ -367,11 +421,13 @@ def query_records(
             }
             for i, (d, score) in enumerate(zip(ranking[:TOP_HITS], hit_scores, strict=False), 1)
         ]
-        out.append(
+        record: dict[str, Any] = {"query_id": qid, "query": text}
+        if qid in categories:
+            record["category"] = categories[qid]
+        record.update(
             {
-                "query_id": qid,
-                "query": text,
                 "ndcg@10": round(ndcg_at_k(ranking, judged, NDCG_K), 6),
+                "recall@10": round(recall_at_k(ranking, judged, RECALL_SHORT_K), 6),
                 "recall@100": round(recall_at_k(ranking, judged, RECALL_K), 6),
                 "mrr@10": round(mrr_at_k(ranking, judged, MRR_K), 6),
                 "latency_ms": round(seconds * 1000, 3),
@@ -380,6 +436,7 @@ def query_records(
                 "hits": hits,
             }
         )
+        out.append(record)
     return out
 
 
@@ -425,15 +482,16 @@ def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
 def score_rankings(
     rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> dict[str, float]:
-    """Mean nDCG@10, Recall@100 and MRR@10 over the judged queries. A judged query with no
-    ranking scores 0."""
+    """Mean nDCG@10, Recall@10, Recall@100 and MRR@10 over the judged queries. A judged
+    query with no ranking scores 0."""
+    sums = {"ndcg@10": 0.0, "recall@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
     if not qrels:
-        return {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
+        return sums
     n = len(qrels)
-    sums = {"ndcg@10": 0.0, "recall@100": 0.0, "mrr@10": 0.0}
     for qid, judged in qrels.items():
         ranking = rankings.get(qid, [])
         sums["ndcg@10"] += ndcg_at_k(ranking, judged, NDCG_K)
+        sums["recall@10"] += recall_at_k(ranking, judged, RECALL_SHORT_K)
         sums["recall@100"] += recall_at_k(ranking, judged, RECALL_K)
         sums["mrr@10"] += mrr_at_k(ranking, judged, MRR_K)
     return {k: v / n for k, v in sums.items()}

@@ -150,6 +150,7 @@ def _search(kb: KnowledgeBase, a: Args) -> Any:
         until=a.get("until"),
         sort=a.get("sort"),
         as_of=a.get("as_of"),
+        min_confidence=a.get("min_confidence", 0.0),
     )
 
 
@@ -308,6 +309,15 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "learned by then and not yet revised, superseded or forgotten.",
                 minLength=1,
             ),
+            "min_confidence": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 0,
+                "description": "Drop results whose confidence is below this (0-1), so that "
+                "a search can return nothing rather than weak guesses; total counts those "
+                "that pass. E.g. 0.5.",
+            },
         },
         ("query",),
         SearchResult,

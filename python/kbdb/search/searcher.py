@@ -1,15 +1,18 @@
 """``Searcher``: ``KnowledgeBase.search`` (SPEC §4): the argument checks, the default
-mode, and the choice between the lexical path and fusion with the vector index."""
+mode, the choice between the lexical path and fusion with the vector index, and the
+``min_confidence`` cut over the ranked hits."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from kbdb.errors import EmbeddingProviderNotConfiguredError, InvalidArgumentError
+from kbdb.search.confidence import verdict
 from kbdb.search.lexical import NO_FILTERS, Filters, LexicalSearcher
-from kbdb.types import SearchMode, SearchResult
+from kbdb.types import SearchItem, SearchMode, SearchResult, Verdict
 
 if TYPE_CHECKING:
     from kbdb.config import Config
@@ -17,6 +20,9 @@ if TYPE_CHECKING:
     from kbdb.search.when import Timing
 
 MAX_LIMIT = 100
+# With ``min_confidence``: the ranked hits whose confidence is looked at, at least (the
+# number of candidates each path of a hybrid search ranks). Hits below them are dropped.
+CONFIDENCE_WINDOW = 100
 _SEARCH_MODES = get_args(SearchMode)
 
 
@@ -34,6 +40,7 @@ class Request:
     explain: bool
     timing: Timing | None
     reported_mode: str | None = None
+    min_confidence: float = 0.0
 
 
 def check_request(
@@ -54,6 +61,7 @@ def check_request(
     until: object = None,
     sort: str | None = None,
     as_of: object = None,
+    min_confidence: object = 0.0,
 ) -> Request:
     """``KnowledgeBase.search``'s arguments checked, with the default mode and limit."""
     reported: str | None = None
@@ -68,6 +76,15 @@ def check_request(
         raise InvalidArgumentError(f"limit must be an integer in 1..{MAX_LIMIT} (got {limit!r})")
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise InvalidArgumentError(f"offset must be an integer >= 0 (got {offset!r})")
+    if (
+        isinstance(min_confidence, bool)
+        or not isinstance(min_confidence, int | float)
+        or not (math.isfinite(min_confidence) and 0.0 <= min_confidence <= 1.0)
+    ):
+        raise InvalidArgumentError(
+            f"min_confidence must be a number in [0, 1] (got {min_confidence!r})",
+            hint="e.g. 0.5; 0 keeps every hit",
+        )
     if not isinstance(query, str):
         raise InvalidArgumentError("query must be a string")
     try:
@@ -99,7 +116,18 @@ def check_request(
             hint="set [embedding] provider in worker.toml, e.g. "
             "'kbdb config set embedding.provider onnx'",
         )
-    return Request(query, mode, limit, offset, filters, content, explain, timing, reported)
+    return Request(
+        query,
+        mode,
+        limit,
+        offset,
+        filters,
+        content,
+        explain,
+        timing,
+        reported,
+        float(min_confidence),
+    )
 
 
 def fuse(
@@ -133,7 +161,58 @@ def run(
     lexical: LexicalSearcher, vectors: Any, stale: bool, config: Config, req: Request
 ) -> SearchResult:
     """``req`` on the lexical path, or fused; a stale vector index is never used (the seed's
-    fallback), and the result says so."""
+    fallback), and the result says so. With ``min_confidence``, only the hits that reach
+    it (:func:`confident`)."""
+    if req.min_confidence > 0:
+        return confident(lexical, vectors, stale, config, req)
+    return ranked(lexical, vectors, stale, config, req)
+
+
+def confident(
+    lexical: LexicalSearcher, vectors: Any, stale: bool, config: Config, req: Request
+) -> SearchResult:
+    """The search of ``req`` without the hits whose confidence is below
+    ``req.min_confidence``, paged after the cut.
+
+    The first ``max(CONFIDENCE_WINDOW, offset + limit)`` hits are ranked and hydrated as a
+    search for that many would rank them; the ones that pass are paged with ``offset`` and
+    ``limit``. ``total`` counts the hits of that window that pass, so ``has_more`` says
+    whether a next page holds one; hits ranked below the window are never returned. The
+    verdict is that of the first hit shown, by the search's own rule; ``unanswered`` when
+    none is shown (docs/search.md, "Minimum confidence").
+    """
+    window = max(CONFIDENCE_WINDOW, req.offset + req.limit)
+    wide = ranked(lexical, vectors, stale, config, dataclasses.replace(req, offset=0, limit=window))
+    kept = [item for item in wide.items if item.confidence >= req.min_confidence]
+    page = tuple(kept[req.offset : req.offset + req.limit])
+    return dataclasses.replace(
+        wide,
+        items=page,
+        total=len(kept),
+        offset=req.offset,
+        limit=req.limit,
+        has_more=req.offset + req.limit < len(kept),
+        retrieval_verdict=_page_verdict(wide, page),
+    )
+
+
+def _page_verdict(wide: SearchResult, page: Sequence[SearchItem]) -> Verdict:
+    """The verdict of ``page``'s first hit: the search's own when it is the top of the
+    ranking, else by the rule its path applies (a lexical search counts a relaxed match as
+    partial; a fused one judges the confidence alone)."""
+    if not page:
+        return "unanswered"
+    top = page[0]
+    if wide.items and top is wide.items[0]:
+        return wide.retrieval_verdict
+    relaxed = wide.retrieval_method == "lexical" and (wide.relaxed or top.relaxed)
+    return verdict(top.confidence, relaxed)
+
+
+def ranked(
+    lexical: LexicalSearcher, vectors: Any, stale: bool, config: Config, req: Request
+) -> SearchResult:
+    """``req`` on the lexical path, or fused, every ranked hit kept."""
     lexical.timing = req.timing
     if req.mode == "lexical" or stale:
         result = lexical.search(

@@ -132,6 +132,7 @@ class ShardedKnowledgeBase:
         until: object = None,
         sort: str | None = None,
         as_of: object = None,
+        min_confidence: float = 0.0,
     ) -> SearchResult:
         """``KnowledgeBase.search`` over the whole collection, ranked exactly as one
         knowledge base of every shard's sections. ``as_of`` is not supported here."""
@@ -157,6 +158,7 @@ class ShardedKnowledgeBase:
             since=since,
             until=until,
             sort=sort,
+            min_confidence=min_confidence,
         )
         owners = Owners()
         lexical = LexicalSearcher(

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kbdb.cli.options import global_options, state
 from kbdb.cli.render import console, emit_json
+
+if TYPE_CHECKING:
+    from kbdb.evaluation.category import CategoryNaming
 
 MODES = ("lexical", "vector", "hybrid")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -99,6 +102,20 @@ def _progress(enabled: bool) -> Iterator[Any]:
     help="Also write one JSON line per judged query to FILE: its metrics, the ranks of its "
     "relevant documents and its top 10 hits.",
 )
+@click.option(
+    "--categories",
+    type=_FILE,
+    metavar="FILE",
+    help="Report nDCG@10, Recall@10 and MRR@10 per category, from FILE: a JSON object "
+    '{"query_id": category} (else from each query\'s category or metadata.category).',
+)
+@click.option(
+    "--category-names",
+    "category_names",
+    type=click.Choice(("locomo",)),
+    help="Name the categories: locomo (1 multi-hop, 2 temporal, 3 open-domain, "
+    "4 single-hop). Without it they are shown as given.",
+)
 @global_options
 def eval_(
     corpus: Path,
@@ -109,8 +126,11 @@ def eval_(
     limit: int,
     split: str | None,
     per_query: Path | None,
+    categories: Path | None,
+    category_names: CategoryNaming | None,
 ) -> int:
-    """Learn a BEIR corpus and report nDCG@10, Recall@100, MRR@10, queries/s and latency.
+    """Learn a BEIR corpus and report nDCG@10, Recall@10, Recall@100, MRR@10, queries/s
+    and latency; per category when the queries have categories.
 
     Without --db the corpus goes into a temporary knowledge base; with --db it is learned
     there (created if missing) and --set applies in memory only: eval never edits your
@@ -131,6 +151,8 @@ def eval_(
             split=split,
             progress=progress,
             per_query=per_query,
+            categories=categories,
+            category_names=category_names,
         )
     data = report.to_dict()
     if st.json:
@@ -141,7 +163,7 @@ def eval_(
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column(justify="right")
-    for key in ("ndcg@10", "recall@100", "mrr@10"):
+    for key in ("ndcg@10", "recall@10", "recall@100", "mrr@10"):
         table.add_row(key, f"{data[key]:.4f}")
     table.add_row("queries", str(data["queries"]))
     table.add_row("queries/s", f"{data['qps']:.1f}")
@@ -156,4 +178,24 @@ def eval_(
     if per_query is not None:
         table.add_row("per-query file", str(per_query))
     console().print(table)
+    if data["categories"]:
+        console().print(_category_table(data["categories"]))
     return 0
+
+
+def _category_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, padding=(0, 2), show_edge=False)
+    table.add_column("category")
+    for key in ("queries", "ndcg@10", "recall@10", "mrr@10"):
+        table.add_column(key, justify="right")
+    for row in rows:
+        cat = "(none)" if row["category"] is None else row["category"]
+        label = f"{cat} {row['name']}" if row["name"] else cat
+        table.add_row(
+            label,
+            str(row["queries"]),
+            *(f"{row[k]:.4f}" for k in ("ndcg@10", "recall@10", "mrr@10")),
+        )
+    return table

@@ -75,6 +75,15 @@ MAX_LIMIT = 100
     metavar="WHEN",
     help="Answer from what was live at WHEN (as --since): time travel.",
 )
+@click.option(
+    "--min-confidence",
+    "min_confidence",
+    type=float,
+    default=0.0,
+    metavar="X",
+    help="Drop results whose confidence is below X (0-1); the search may then find "
+    "nothing (verdict unanswered).",
+)
 @global_options
 def search(
     query: tuple[str, ...],
@@ -91,6 +100,7 @@ def search(
     until: str | None,
     sort: str | None,
     as_of: str | None,
+    min_confidence: float,
 ) -> int:
     """Search the knowledge base; the words of QUERY are joined with spaces.
 
@@ -121,6 +131,7 @@ def search(
             until=until,
             sort=sort,
             as_of=as_of,
+            min_confidence=min_confidence,
         )
     if st.json:
         emit_json(res.to_dict())
