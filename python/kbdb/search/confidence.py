@@ -1,49 +1,109 @@
 """Confidence and the retrieval verdict (SPEC §4.3).
 
-A lexical hit's ``confidence`` is a logistic function of two corpus-independent features:
+A hit's ``confidence`` estimates the probability that it is relevant. Each mode has a
+logistic model over features that mean the same on every collection, fitted on the top-10
+hits of every judged query of every dev set (SciFact, Cranfield, MEDLINE, LISA, TIME,
+LoCoMo and the paraphrase set), each set weighing the same
+(``benches/calibrate_confidence.py``; the figures are in docs/search.md):
 
-- **saturation**: its BM25F score divided by the sum of the query's clause bounds
-  (``Hits.clause_bounds``: per clause the largest weight × idf; BM25F saturates below idf,
-  so no score reaches the sum). It says how strongly the matched terms, weighted by their
-  rarity, are present, whatever the size of the knowledge base.
-- **coverage**: the fraction of required query words that matched.
+- **lexical**: *saturation*, the hit's BM25F score (without boosts) over the sum of the
+  query's clause bounds (per clause the largest weight × idf; BM25F saturates below idf, so
+  no score reaches the sum), which does not depend on the size of the knowledge base;
+  *coverage*, the share of the required query words it matched; *relative*, its score over
+  the best hit's; and whether it is the best hit;
+- **vector**: its cosine; the cosine minus the best hit's; the list's *gap* (the best
+  cosine minus the mean of ranks 2–10: does one hit stand out?); and whether it is first;
+- **hybrid**: the log-odds of its lexical and of its vector confidence, each in its own
+  list (or that it is missing from the list), the lists' agreement (the share of the vector
+  top 10 that the lexical list holds), and whether it is the first fused hit.
 
-    confidence = σ(W0 + W_SAT · saturation + W_COV · coverage)
-
-The weights are fitted by logistic regression of "this hit is relevant" on the top-10 hits
-of the 300 SciFact test queries (``benches/calibrate_confidence.py``), so that confidence
-approximates the probability that the hit is relevant and means the same across queries.
-Re-fit them whenever scoring changes.
+``retrieval_verdict`` predicts whether the top hit is relevant: ``answered`` when its
+confidence reaches the mode's upper threshold (and, in lexical mode, the hit matched every
+required word: a relaxed match is ``partial``), ``unanswered`` below the lower one, else
+``partial``. The thresholds are those with which, on every dev set, the top hit is relevant
+for at least 70 % of ``answered`` queries and for at most 25 % of ``unanswered`` ones, or
+as close to it as the worst set allows (docs/search.md, "Confidence and verdict").
+Re-fit the weights whenever scoring or fusion changes.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from kbdb.search.rounding import round_to
 from kbdb.types import Verdict
 
-# Fitted by benches/calibrate_confidence.py on SciFact (see docs/search.md).
-W0 = -6.34
-W_SAT = 7.76
-W_COV = 2.39
+# Fitted by benches/calibrate_confidence.py (see docs/search.md).
+LEXICAL = (-4.046, 3.718, 0.062, 2.453, 0.134)  # 1, saturation, coverage, relative, first
+VECTOR = (-5.212, 7.254, 5.214, 7.363, 0.157)  # 1, cosine, cosine - best, gap, first
+# 1, lexical log-odds, not in the lexical list, vector log-odds, not in the vector list,
+# agreement, first
+HYBRID = (-1.085, 0.464, -0.244, 0.518, -1.793, 1.882, 0.547)
 
-ANSWERED_AT = 0.5
-PARTIAL_AT = 0.15
+# (answered at or above, unanswered below) the top hit's confidence, per mode.
+THRESHOLDS: dict[str, tuple[float, float]] = {
+    "lexical": (0.825, 0.275),
+    "vector": (0.925, 0.2),
+    "hybrid": (0.675, 0.3),
+}
+
+Mode = Literal["lexical", "vector", "hybrid"]
 
 
-def confidence(score: float, bound: float, coverage: float) -> float:
-    """How strong a lexical match is, in [0, 1]."""
-    saturation = score / bound if bound > 0 else 0.0
-    z = W0 + W_SAT * min(saturation, 1.0) + W_COV * coverage
-    return round_to(1.0 / (1.0 + math.exp(-z)), 4)
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
 
 
-def verdict(top_confidence: float | None, relaxed: bool) -> Verdict:
-    """``answered`` for a strong match, ``partial`` for weak or relaxed ones, else
-    ``unanswered``: the agent should investigate, not guess."""
-    if top_confidence is None or top_confidence < PARTIAL_AT:
+def _log_odds(p: float) -> float:
+    p = min(max(p, 1e-4), 1.0 - 1e-4)
+    return math.log(p / (1.0 - p))
+
+
+def confidence(score: float, bound: float, coverage: float, relative: float, first: bool) -> float:
+    """A lexical hit's confidence, in [0, 1]: ``score`` is its BM25F score without boosts,
+    ``bound`` the sum of the query's clause bounds, ``relative`` its (boosted) score over
+    the best hit's, ``first`` whether it is the best hit."""
+    saturation = min(score / bound, 1.0) if bound > 0 else 0.0
+    w0, w_sat, w_cov, w_rel, w_first = LEXICAL
+    z = w0 + w_sat * saturation + w_cov * coverage + w_rel * min(relative, 1.0) + w_first * first
+    return round_to(_sigmoid(z), 4)
+
+
+def vector_confidence(cosine: float, best: float, gap: float, first: bool) -> float:
+    """A vector hit's confidence: ``best`` is its list's best cosine, ``gap`` that best
+    minus the mean cosine of ranks 2–10 (:func:`cosine_gap`)."""
+    w0, w_cos, w_rel, w_gap, w_first = VECTOR
+    z = w0 + w_cos * cosine + w_rel * (cosine - best) + w_gap * gap + w_first * first
+    return round_to(_sigmoid(z), 4)
+
+
+def hybrid_confidence(
+    lexical: float | None, vector: float | None, agreement: float, first: bool
+) -> float:
+    """A fused hit's confidence from its confidence in each list (None: not in it)."""
+    w0, w_lex, w_no_lex, w_vec, w_no_vec, w_agree, w_first = HYBRID
+    z = w0 + w_agree * agreement + w_first * first
+    z += w_no_lex if lexical is None else w_lex * _log_odds(lexical)
+    z += w_no_vec if vector is None else w_vec * _log_odds(vector)
+    return round_to(_sigmoid(z), 4)
+
+
+def cosine_gap(cosines: list[float]) -> float:
+    """The best cosine minus the mean of ranks 2–10 (0 with fewer than two)."""
+    ranked = sorted(cosines, reverse=True)[:10]
+    if len(ranked) < 2:
+        return 0.0
+    return ranked[0] - sum(ranked[1:]) / (len(ranked) - 1)
+
+
+def verdict(top_confidence: float | None, relaxed: bool, mode: Mode = "lexical") -> Verdict:
+    """``answered`` for a top hit likely relevant, ``unanswered`` for one likely not (the
+    agent should investigate, not guess), ``partial`` between, and for a relaxed lexical
+    match."""
+    answered_at, unanswered_below = THRESHOLDS[mode]
+    if top_confidence is None or top_confidence < unanswered_below:
         return "unanswered"
-    if top_confidence >= ANSWERED_AT and not relaxed:
+    if top_confidence >= answered_at and not relaxed:
         return "answered"
     return "partial"

@@ -8,19 +8,19 @@ blended with per-query arm weights from the lexical coverage and the two lists' 
 vector index makes both modes run lexical only, with ``retrieval_method: "lexical"`` and
 ``vector_index_stale: true``.
 
-Confidence: a vector hit's confidence is a logistic function of its cosine; a hybrid hit
-takes the larger of its lexical and its vector confidence.
+Confidence (``kbdb.search.confidence``): a vector hit's from its cosine, the list's best
+cosine and gap; a hybrid hit's from its confidence in each list, the lists' agreement and
+whether it is the first fused hit.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kbdb.config import SearchConfig
 from kbdb.index.vectors import VectorStore
 from kbdb.search.confidence import confidence as lexical_confidence
-from kbdb.search.confidence import verdict
+from kbdb.search.confidence import cosine_gap, hybrid_confidence, vector_confidence, verdict
 from kbdb.search.fusion import (
     AdaptiveParams,
     Fused,
@@ -35,15 +35,6 @@ from kbdb.search.query import ParsedQuery
 from kbdb.types import SearchResult, build
 
 FUSION_CANDIDATES = 100
-
-# Logistic fit of P(relevant | cosine) for all-MiniLM-L6-v2 on the top-10 vector hits of
-# the SciFact test queries (benches/calibrate_confidence.py --model …).
-COSINE_SLOPE = 12.13
-COSINE_MIDPOINT = 0.740
-
-
-def cosine_confidence(cos: float) -> float:
-    return round(1.0 / (1.0 + math.exp(-COSINE_SLOPE * (cos - COSINE_MIDPOINT))), 4)
 
 
 def search_fused(
@@ -92,9 +83,20 @@ def search_fused(
         with lexical.source.read() as conn:
             starts = lexical.source.starts(conn, [f.kbid for f in fused], timing.as_of)
         fused = timing.order_fused(fused, starts)
+    lists = _Lists(
+        lex_best=lex_hits[0].score if lex_hits else 0.0,
+        cos_best=vec_hits[0][1] if vec_hits else 0.0,
+        gap=cosine_gap([c for _, c in vec_hits[:FUSION_CANDIDATES]]),
+        agreement=signals.agreement
+        if signals is not None
+        else agreement(
+            [h.kbid for h in lex_hits[:FUSION_CANDIDATES]],
+            [k for k, _ in vec_hits[:FUSION_CANDIDATES]],
+        ),
+    )
     page = [
-        _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals)
-        for f in fused[offset : offset + limit]
+        _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals, lists, rank)
+        for rank, f in enumerate(fused[offset : offset + limit], start=offset)
     ]
     if timing is not None and timing.reorders and explain:
         for h in page:
@@ -113,7 +115,7 @@ def search_fused(
         search_mode=mode,
         retrieval_method=mode,
         vector_index_stale=False,
-        retrieval_verdict=verdict(top.confidence if top else None, False),
+        retrieval_verdict=verdict(top.confidence if top else None, False, mode),
     )
 
 
@@ -155,15 +157,46 @@ def arm_signals(
     return Signals(coverage=best, agreement=agree, top_cosine=max(cosines, default=None))
 
 
+class _Lists(NamedTuple):
+    """What a hit's confidence weighs it against: the best lexical score, the best cosine,
+    the vector list's gap and the two lists' agreement."""
+
+    lex_best: float
+    cos_best: float
+    gap: float
+    agreement: float
+
+
 def _hit(
-    f: Fused, lex: Hit | None, parsed: ParsedQuery, mode: str, fusion: str, signals: Signals | None
+    f: Fused,
+    lex: Hit | None,
+    parsed: ParsedQuery,
+    mode: str,
+    fusion: str,
+    signals: Signals | None,
+    lists: _Lists,
+    rank: int,
 ) -> Hit:
-    conf = cosine_confidence(f.vector_score) if f.vector_score is not None else 0.0
-    if lex is not None:
-        conf = max(
-            conf,
-            lexical_confidence(lex.score / lex.boost, lex.bound, coverage(lex.matched, parsed)),
+    vec_conf = (
+        vector_confidence(f.vector_score, lists.cos_best, lists.gap, f.vector_rank == 1)
+        if f.vector_score is not None
+        else None
+    )
+    if mode == "vector":
+        conf = vec_conf if vec_conf is not None else 0.0
+    else:
+        lex_conf = (
+            lexical_confidence(
+                lex.score / lex.boost,
+                lex.bound,
+                coverage(lex.matched, parsed),
+                lex.score / lists.lex_best if lists.lex_best > 0 else 1.0,
+                f.lexical_rank == 1,
+            )
+            if lex is not None
+            else None
         )
+        conf = hybrid_confidence(lex_conf, vec_conf, lists.agreement, rank == 0)
     extra: dict[str, object] = {
         "vector_rank": f.vector_rank,
         "cosine": None if f.vector_score is None else round(f.vector_score, 6),

@@ -205,8 +205,9 @@ def _page_verdict(wide: SearchResult, page: Sequence[SearchItem]) -> Verdict:
     top = page[0]
     if wide.items and top is wide.items[0]:
         return wide.retrieval_verdict
-    relaxed = wide.retrieval_method == "lexical" and (wide.relaxed or top.relaxed)
-    return verdict(top.confidence, relaxed)
+    method = wide.retrieval_method
+    relaxed = method == "lexical" and (wide.relaxed or top.relaxed)
+    return verdict(top.confidence, relaxed, method)
 
 
 def ranked(
