@@ -285,6 +285,7 @@ class KnowledgeBase:
         until: str | datetime | None = None,
         sort: str | None = None,
         as_of: str | datetime | None = None,
+        speaker: str | None = None,
     ) -> SearchResult:
         """Ranked search (SPEC §4). ``mode`` is ``lexical``, ``vector`` or ``hybrid``;
         None (the default) takes ``search.default_mode`` from the configuration. When that
@@ -299,7 +300,11 @@ class KnowledgeBase:
         timestamp or a ``datetime``. ``sort``: ``"relevance"`` (default) or ``"recent"``
         (newest first, ties by score). ``as_of`` answers from the sections live at that
         moment, with the corpus statistics of that moment. ``search.recency_half_life``
-        decays scores with age."""
+        decays scores with age. A conversation turn's time is when it was said
+        (docs/conversations.md).
+
+        ``speaker``: only conversation turns of this speaker (ASCII letters compared
+        without regard to case)."""
         return self._searcher.search(
             query,
             mode=mode,
@@ -315,6 +320,7 @@ class KnowledgeBase:
             until=until,
             sort=sort,
             as_of=as_of,
+            speaker=speaker,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:
