@@ -54,8 +54,8 @@ def test_speaker_time_text_records_learn_into_turn_sections(
     assert (rep.documents_added, rep.sections_added, rep.files_skipped) == (1, 2, ())
     sections = doc(kb, "chat.jsonl")
     assert [s.heading for s in sections] == [
-        "Caroline · 2023-05-08 13:56",
-        "Melanie · 2023-05-08 13:57:30",
+        "Caroline · 8 May 2023 13:56",
+        "Melanie · 8 May 2023 13:57:30",
     ]
     assert [s.content.strip() for s in sections] == [
         "I went to a support group yesterday.",
@@ -104,14 +104,14 @@ def test_openai_messages_object_and_list(kb: kbdb.KnowledgeBase, tmp_path: Path)
     obj = doc(kb, "object.json")
     assert [s.heading for s in obj] == [
         "system",
-        "dana · 2023-11-14 22:13:20",
-        "assistant · 2023-11-14 22:14",
+        "dana · 14 November 2023 22:13:20",
+        "assistant · 14 November 2023 22:14",
     ]
     assert obj[2].content.strip() == "Start with twice the cores."
     titles = {d.docid: d.title for d in kb.documents().items}
     assert titles["object.json"] == "pool tuning"
-    assert [s.heading for s in doc(kb, "list.json")] == ["user · 2023-06-20 09:00"]
-    assert [s.heading for s in doc(kb, "lines.jsonl")] == ["assistant · 2023-06-20 09:00"]
+    assert [s.heading for s in doc(kb, "list.json")] == ["user · 20 June 2023 09:00"]
+    assert [s.heading for s in doc(kb, "lines.jsonl")] == ["assistant · 20 June 2023 09:00"]
     by_speaker = {s for s, _t in turns(kb).values()}
     assert by_speaker == {"system", "dana", "assistant", "user"}
 
@@ -145,7 +145,7 @@ def test_session_field_splits_a_file_into_documents(kb: kbdb.KnowledgeBase, tmp_
         "first session words",
         "first session reply",
     ]
-    assert [s.heading for s in doc(kb, "log.jsonl#2")] == ["B · 2023-06-20 09:00"]
+    assert [s.heading for s in doc(kb, "log.jsonl#2")] == ["B · 20 June 2023 09:00"]
 
 
 def test_identical_turns_keep_their_own_speaker_and_time(
@@ -186,7 +186,8 @@ def test_since_until_sort_and_as_of_use_the_turn_time(
         ],
     )
     kb.learn_path(src)  # learned now, years after both turns
-    early, late = "A · 2023-05-08 13:56", "B · 2023-06-20 09:00"
+    early, late = "A · 8 May 2023 13:56", "B · 20 June 2023 09:00"
+    assert [h for h in hits(kb, "gardening june")][:1] == [late]  # the time is in words
     assert hits(kb, "gardening", since="2023-06-01") == [late]
     assert hits(kb, "gardening", until="2023-06-01") == [early]
     assert hits(kb, "gardening", since="2024-01-01") == []
@@ -226,11 +227,11 @@ def test_speaker_is_searchable_and_filterable(kb: kbdb.KnowledgeBase, tmp_path: 
     kb.learn_path(src)
     res = kb.search("caroline painted")
     strict = [h.heading for h in res.items if not h.relaxed]
-    assert strict == ["Caroline · 2023-05-08 13:56"]
-    assert hits(kb, "painted", speaker="melanie") == ["Melanie · 2023-05-08 13:56"]
+    assert strict == ["Caroline · 8 May 2023 13:56"]
+    assert hits(kb, "painted", speaker="melanie") == ["Melanie · 8 May 2023 13:56"]
     assert hits(kb, "painted", speaker="Nobody") == []
     kb.learn("# Caroline\n\npainted fences", docid="notes")  # a heading, not a speaker
-    assert hits(kb, "painted", speaker="Caroline") == ["Caroline · 2023-05-08 13:56"]
+    assert hits(kb, "painted", speaker="Caroline") == ["Caroline · 8 May 2023 13:56"]
     with pytest.raises(kbdb.KbdbError):
         kb.search("painted", speaker="  ")
 
@@ -288,7 +289,7 @@ def test_relearning_a_transcript_supersedes_changed_turns(
     rep = kb.learn_path(src)
     assert (rep.documents_updated, rep.sections_added, rep.sections_retired) == (1, 1, 1)
     assert hits(kb, "monday") == []
-    assert hits(kb, "tuesday") == ["A · 2023-05-08 13:56"]
+    assert hits(kb, "tuesday") == ["A · 8 May 2023 13:56"]
 
 
 def test_turns_survive_export_import_and_rebuild(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:
@@ -302,15 +303,15 @@ def test_turns_survive_export_import_and_rebuild(kb: kbdb.KnowledgeBase, tmp_pat
     kb.learn_path(src)
     before = turns(kb)
     kb.rebuild()
-    assert hits(kb, "adoption", speaker="caroline") == ["Caroline · 2023-05-08 13:56"]
+    assert hits(kb, "adoption", speaker="caroline") == ["Caroline · 8 May 2023 13:56"]
     kb.export(tmp_path / "snap")
     other = kbdb.KnowledgeBase.init(tmp_path / "other")
     try:
         other.import_snapshot(tmp_path / "snap")
         assert turns(other) == before
-        assert hits(other, "adoption", speaker="melanie") == ["Melanie · 2023-06-20 09:00"]
-        assert hits(other, "adoption", since="2023-06-01") == ["Melanie · 2023-06-20 09:00"]
-        assert hits(other, "adoption", as_of="2023-06-01") == ["Caroline · 2023-05-08 13:56"]
+        assert hits(other, "adoption", speaker="melanie") == ["Melanie · 20 June 2023 09:00"]
+        assert hits(other, "adoption", since="2023-06-01") == ["Melanie · 20 June 2023 09:00"]
+        assert hits(other, "adoption", as_of="2023-06-01") == ["Caroline · 8 May 2023 13:56"]
         assert other.check().ok
     finally:
         other.close()
@@ -340,5 +341,5 @@ def test_times_that_do_not_parse(value: object) -> None:
 
 def test_heading_carries_the_time_to_the_minute_or_second() -> None:
     assert turn_heading("Ann", None) == "Ann"
-    assert turn_heading("Ann", "2023-05-08T13:56:00Z") == "Ann · 2023-05-08 13:56"
-    assert turn_heading("Ann", "2023-05-08T13:56:07Z") == "Ann · 2023-05-08 13:56:07"
+    assert turn_heading("Ann", "2023-05-08T13:56:00Z") == "Ann · 8 May 2023 13:56"
+    assert turn_heading("Ann", "2023-05-08T13:56:07Z") == "Ann · 8 May 2023 13:56:07"

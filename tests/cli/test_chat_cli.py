@@ -30,13 +30,13 @@ def test_learn_reports_skipped_records_and_search_filters_by_speaker(
     assert "learned 1 new" in run.out and "2 section(s) added" in run.out
 
     found = kbdb("search", "adoption", "--speaker", "melanie", "--json").json()
-    assert [h["heading"] for h in found["items"]] == ["Melanie · 2023-07-01 10:00"]
+    assert [h["heading"] for h in found["items"]] == ["Melanie · 1 July 2023 10:00"]
     assert [h["section_type"] for h in found["items"]] == ["turn"]
 
     since = kbdb("search", "adoption", "--since", "2023-06-01", "--json").json()
-    assert [h["heading"] for h in since["items"]] == ["Melanie · 2023-07-01 10:00"]
+    assert [h["heading"] for h in since["items"]] == ["Melanie · 1 July 2023 10:00"]
     past = kbdb("search", "adoption", "--as-of", "2023-06-01", "--json").json()
-    assert [h["heading"] for h in past["items"]] == ["Caroline · 2023-05-08 13:56"]
+    assert [h["heading"] for h in past["items"]] == ["Caroline · 8 May 2023 13:56"]
 
 
 def test_search_help_names_the_speaker_filter(kbdb: Kbdb) -> None:

@@ -305,14 +305,27 @@ def _parse_text(text: str) -> datetime:
     raise ValueError(f"unknown time form {text!r}")
 
 
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
 def turn_heading(speaker: str, time: str | None) -> str:
-    """A turn's heading: the speaker, and its time to the minute (to the second when the
-    seconds are not zero). The time is part of the heading so that the same words said at
-    two moments are two sections (the kbid hashes the heading), each with its own time."""
+    """A turn's heading: the speaker, then its time as words, to the minute (to the second
+    when the seconds are not zero): ``Caroline · 8 May 2023 13:56``.
+
+    The time is in the heading so that the same words said at two moments are two
+    sections (the kbid hashes the heading), each with its own time; and in words, so that
+    "May 2023" finds it. The words also keep the heading from being the bare name: a
+    name alone as the heading outweighs the body for every turn of that speaker
+    (docs/conversations.md, LoCoMo)."""
     if time is None:
         return speaker
-    day, clock = time[:10], time[11:19]
-    return f"{speaker} · {day} {clock[:5] if clock.endswith(':00') else clock}"
+    year, month, day = time[:4], int(time[5:7]), int(time[8:10])
+    clock = time[11:19]
+    clock = clock[:5] if clock.endswith(":00") else clock
+    return f"{speaker} · {day} {_MONTHS[month - 1]} {year} {clock}"
 
 
 def split_session(session: ChatSession) -> ParsedDocument:
