@@ -241,8 +241,8 @@ def turn_of(record: object, where: int) -> tuple[Turn, str | None] | Problem:
                 )
             break
     session = record.get("session")
-    key = None if session is None or isinstance(session, (dict, list)) else str(session)
-    return Turn(speaker, text, time, where), key
+    named = None if session is None or isinstance(session, (dict, list)) else str(session)
+    return Turn(speaker, text, time, where), named
 
 
 def _name(value: object) -> str | None:
