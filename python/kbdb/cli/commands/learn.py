@@ -91,8 +91,9 @@ def learn(
     """Learn files and folders (recursively), or stdin with '-'.
 
     Markdown, text, HTML, JSON, images, and chat transcripts (.jsonl, or .json chat
-    messages: a document per session, a section per turn). Re-learning a file replaces its earlier version.
-    A bad file is reported on stderr and skipped, the rest goes on, and the exit code is 1.
+    messages: a document per session, a section per turn; docs/conversations.md).
+    Re-learning a file replaces its earlier version. A bad file (or transcript record) is
+    reported on stderr and skipped, the rest goes on, and the exit code is 1.
     Warnings, near duplicates and skipped files are counted per code with the first few
     of each; --verbose lists every one, --json prints the full report.
 
