@@ -319,7 +319,10 @@ def turn_heading(speaker: str, time: str | None) -> str:
     sections (the kbid hashes the heading), each with its own time; and in words, so that
     "May 2023" finds it. The words also keep the heading from being the bare name: a
     name alone as the heading outweighs the body for every turn of that speaker
-    (docs/conversations.md, LoCoMo)."""
+    (docs/conversations.md, LoCoMo).
+
+    The heading is hashed into every turn's kbid: changing this form changes the kbids of
+    conversations learned before, so it is a stored format like ``kbid.canonical_form``."""
     if time is None:
         return speaker
     year, month, day = time[:4], int(time[5:7]), int(time[8:10])
