@@ -9,9 +9,10 @@ and the CLI once on a copy, to show the two agree), every judged query runs thro
 ``KnowledgeBase.search``, and each hit is mapped back to its LoCoMo turn id by its kbid. In
 the same run ``run_eval`` (``kbdb eval``) learns the BEIR files as they are. Both report
 nDCG@10 and Recall@10 over the top 10 of each query, and the script writes
-``benches/results/locomo_chat.json``.
+``benches/results/locomo_chat.json`` (``locomo_chat_hybrid.json`` with ``--mode hybrid``).
 
     python benches/bench_locomo_chat.py [--mode lexical|hybrid] [--model DIR]
+        [--set KEY=VALUE]... [--title-heading]
 """
 
 from __future__ import annotations
@@ -230,12 +231,12 @@ def main() -> None:
             ["BEIR files", *(fmt(beir["ndcg@10_by_category"][c]) for c in cats)],
         ],
     )
-    variant = args.mode != "lexical" or args.settings or args.title_heading
-    if variant:  # a diagnostic run does not replace the recorded result
-        print("a variant run: benches/results/locomo_chat.json is left as it is")
+    name = "locomo_chat" if args.mode == "lexical" else f"locomo_chat_{args.mode}"
+    if args.settings or args.title_heading:  # a diagnostic does not replace the result
+        print(f"a diagnostic run: benches/results/{name}.json is left as it is")
         return
     path = write_result(
-        "locomo_chat",
+        name,
         {
             "mode": args.mode,
             "model": str(model) if model else None,
