@@ -31,6 +31,7 @@ SCRIPTS = {
     "cold_start": "bench_cold_start.py",  # reuses its cached 100k knowledge base
     "cli_hybrid": "bench_cli_hybrid.py",  # learns docker-cli with the model, ~3 minutes
     "watch": "bench_watch.py",  # a 10,000-file tree, ~3 minutes (60 s of it idle)
+    "locomo_chat": "bench_locomo_chat.py",  # LoCoMo as chat logs beside kbdb eval, seconds
 }
 TUNE = "tune_bm25.py"  # minutes long; with --tune only
 

@@ -286,6 +286,7 @@ class KnowledgeBase:
         sort: str | None = None,
         as_of: str | datetime | None = None,
         min_confidence: float = 0.0,
+        speaker: str | None = None,
     ) -> SearchResult:
         """Ranked search (SPEC §4). ``mode`` is ``lexical``, ``vector`` or ``hybrid``;
         None (the default) takes ``search.default_mode`` from the configuration. When that
@@ -300,12 +301,16 @@ class KnowledgeBase:
         timestamp or a ``datetime``. ``sort``: ``"relevance"`` (default) or ``"recent"``
         (newest first, ties by score). ``as_of`` answers from the sections live at that
         moment, with the corpus statistics of that moment. ``search.recency_half_life``
-        decays scores with age.
+        decays scores with age. A conversation turn's time is when it was said
+        (docs/conversations.md).
 
         ``min_confidence`` (0–1) drops the hits whose ``confidence`` is below it, so that a
         search can honestly return nothing: ``total`` then counts the hits that pass among
         the first ``max(100, offset + limit)`` ranked, and an empty result is
-        ``unanswered`` (docs/search.md, "Minimum confidence")."""
+        ``unanswered`` (docs/search.md, "Minimum confidence").
+
+        ``speaker``: only conversation turns of this speaker (ASCII letters compared
+        without regard to case)."""
         return self._searcher.search(
             query,
             mode=mode,
@@ -322,6 +327,7 @@ class KnowledgeBase:
             sort=sort,
             as_of=as_of,
             min_confidence=min_confidence,
+            speaker=speaker,
         )
 
     def recall(self, *kbids: str, docid: str | None = None) -> RecallResult:

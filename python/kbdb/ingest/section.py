@@ -35,6 +35,8 @@ class ParsedSection:
         heading_path: Headings from the top of the tree down to this section, for
             ``source_key``. Empty for level 0. Unique within a document: a repeated path
             gets `` (2)``, `` (3)``… appended to its last element.
+        speaker: Who said it, for a conversation turn (``kbdb.ingest.chat``); else None.
+        time: When it was said (the store's UTC form), for a turn with a time; else None.
     """
 
     heading: str
@@ -44,6 +46,8 @@ class ParsedSection:
     body: str
     code: str
     heading_path: tuple[str, ...]
+    speaker: str | None = None
+    time: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ Rules, for a folder root:
   another project's notes into the knowledge base by a link. Broken links, special files
   (FIFOs, sockets) with a supported extension, unreadable files and unreadable folders
   are reported as ``Skipped(code="UNREADABLE")``;
-- a file over ``max_file_bytes`` is ``Skipped(code="CONTENT_TOO_LARGE")``.
+- a file over ``max_file_bytes`` is ``Skipped(code="CONTENT_TOO_LARGE")``, except a
+  ``.jsonl`` transcript, whose lines are held to that limit one by one instead.
 
 A file given directly as the root is always considered, hidden or ignored or not; if
 its extension is unsupported it is ``Skipped(code="UNSUPPORTED_TYPE")`` rather than
@@ -51,6 +52,7 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".html": "text/html",
     ".htm": "text/html",
     ".json": "application/json",
+    ".jsonl": "application/jsonl",
     ".png": "image/png",
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
@@ -59,6 +61,10 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".svg": "image/svg+xml",
 }
 """Learnable file extensions (lower case, with the dot) and their MIME types."""
+
+JSONL_TYPE = "application/jsonl"
+"""A ``.jsonl`` file: a conversation transcript, read a line at a time (``ingest.chat``).
+Its size limit applies to each line, not to the file."""
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -282,7 +288,7 @@ def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
         )
     if not stat.S_ISREG(st.st_mode):
         return Skipped(path, rel, "not a regular file", "UNREADABLE")
-    if st.st_size > max_file_bytes:
+    if st.st_size > max_file_bytes and candidate.type != JSONL_TYPE:
         reason = f"file is {st.st_size} bytes, over learn.max_file_bytes ({max_file_bytes})"
         return Skipped(path, rel, reason, "CONTENT_TOO_LARGE")
     if not os.access(path, os.R_OK):

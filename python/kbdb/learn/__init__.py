@@ -16,6 +16,7 @@ from kbdb.learn.learner import (
     check_paths,
     is_notable,
     make_report,
+    parse_entry,
     parse_file,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "check_paths",
     "is_notable",
     "make_report",
+    "parse_entry",
     "parse_file",
     "slug",
     "utc_now",

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kbdb import clock
-from kbdb.ingest import compute_kbid, source_key
+from kbdb.ingest import ParsedDocument, compute_kbid, source_key
 from kbdb.ingest.content import is_image, normalize_type, split_content
 from kbdb.learn.secrets import POSSIBLE_SECRET, find_secrets
 from kbdb.store import NewDocument, NewSection, ReplaceMode
@@ -83,6 +83,38 @@ def build_document(
     """Check and split ``text`` and compute kbids, source keys, parents and warnings."""
     type = normalize_type(type)
     parsed = split_content(text, type, title=title, description=description)
+    return build_parsed(
+        parsed,
+        docid=docid,
+        source=source,
+        checksum_text=text,
+        type=type,
+        title=title,
+        description=description,
+        tags=tags,
+        section_type=section_type,
+        source_path=source_path,
+        mode=mode,
+    )
+
+
+def build_parsed(
+    parsed: ParsedDocument,
+    *,
+    docid: str,
+    source: str,
+    checksum_text: str,
+    type: str,
+    title: str | None,
+    description: str | None,
+    tags: Sequence[str],
+    section_type: str | None,
+    source_path: str | None,
+    mode: ReplaceMode,
+) -> Pending:
+    """A split document (of the normalized ``type``) as a pending one: kbids, source
+    keys, parents and warnings. ``checksum_text`` stands for its source in the document's
+    checksum."""
     doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
     doc_title = title or parsed.title
     stype = section_type or DEFAULT_SECTION_TYPE
@@ -124,10 +156,12 @@ def build_document(
                 description=sec_desc,
                 source_key=key,
                 tags=doc_tags,
+                speaker=ps.speaker,
+                spoken_at=ps.time,
             )
         )
     checksum = hashlib.sha256(
-        f"{type}\x00{title or ''}\x00{description or ''}\x00{text}".encode()
+        f"{type}\x00{title or ''}\x00{description or ''}\x00{checksum_text}".encode()
     ).hexdigest()
     doc = NewDocument(
         docid=docid,

@@ -10,6 +10,7 @@ interleave with a long learn.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -20,9 +21,18 @@ from typing import TYPE_CHECKING
 from kbdb import failpoints
 from kbdb.args import check_tags
 from kbdb.errors import ContentTooLargeError, IndexCorruptError, InvalidArgumentError, KbdbError
-from kbdb.ingest import FileEntry, Skipped, count_files, load, read_text, walk
+from kbdb.ingest import (
+    DEFAULT_MAX_FILE_BYTES,
+    FileEntry,
+    Skipped,
+    count_files,
+    load,
+    read_text,
+    walk,
+)
 from kbdb.ingest.content import is_image
 from kbdb.knowledge.neardup import NearDuplicateFinder
+from kbdb.learn.chat import json_transcript, read_transcript, transcript_pendings
 from kbdb.learn.items import (
     LearnItem,
     LearnProgress,
@@ -249,9 +259,16 @@ class Learner:
         total = sum(count_files(p) for p in paths) if progress else None
         max_file_bytes = self._ctx.config.learn.max_file_bytes
         parsed = (
-            parse_file(entry, tags=tags, docid=docid, single_file=root.is_file())
+            item
             for root in paths
             for entry in walk(root, max_file_bytes=max_file_bytes)
+            for item in parse_entry(
+                entry,
+                tags=tags,
+                docid=docid,
+                single_file=root.is_file(),
+                max_record_bytes=max_file_bytes,
+            )
         )
         return self.store_files(
             parsed, total=total, progress=progress, notable_only=notable_only, started=started
@@ -293,7 +310,7 @@ class Learner:
             batch, vectors, batch_sections, batch_chars = [], [], 0, 0
 
         for item in parsed:
-            done += 1
+            done += item.first_of_file
             last_path = item.path
             if item.skipped is not None:
                 skipped.append(item.skipped)
@@ -321,10 +338,12 @@ class Learner:
         """A walked file of a folder learn, read and split as ``learn_paths`` does (its
         docid is its path relative to the folder); None, with the reason appended to
         ``skipped``, when it cannot be learned."""
-        parsed = parse_file(entry, tags=tags, docid=None, single_file=False)
+        limit = self._ctx.config.learn.max_file_bytes
+        parsed = parse_file(entry, tags=tags, docid=None, single_file=False, max_record_bytes=limit)
         if parsed.skipped is not None:
             skipped.append(parsed.skipped)
         return parsed.pending
+
 
 @dataclass(frozen=True)
 class ParsedFile:
@@ -337,12 +356,15 @@ class ParsedFile:
         embeddings: ``(text SHA-256, float32 bytes)`` of section texts embedded elsewhere
             (a Ray actor); they enter the embedding cache in the transaction that stores
             the document, so the index catch-up finds them there.
+        first_of_file: False for the second and later items of one file (the sessions
+            and skipped records of a transcript): the progress counts files.
     """
 
     path: str
     pending: Pending | None
     skipped: SkippedFile | None
     embeddings: tuple[tuple[str, bytes], ...] = ()
+    first_of_file: bool = True
 
 
 def check_paths(paths: Iterable[Path]) -> list[Path]:
@@ -360,33 +382,75 @@ def parse_file(
     tags: Sequence[str],
     docid: str | None,
     single_file: bool,
+    max_record_bytes: int = DEFAULT_MAX_FILE_BYTES,
 ) -> ParsedFile:
     """Read and split one walked file as a learn does (``single_file``: the learn root is
     this file). A file that cannot be read or parsed becomes a skipped one; a local learn
-    and a distributed one both call this, so their documents are the same."""
+    and a distributed one both call this, so their documents are the same.
+
+    A conversation transcript is one document only when it holds one session and no bad
+    record; one that does not fit one ``ParsedFile`` is skipped here as
+    ``UNSUPPORTED_TYPE``: ``parse_entry`` learns it whole."""
+    parsed = parse_entry(
+        entry, tags=tags, docid=docid, single_file=single_file, max_record_bytes=max_record_bytes
+    )
+    if len(parsed) == 1:
+        return parsed[0]
+    path = str(entry.path)
+    reason = (
+        f"a transcript of {len(parsed)} sessions and bad records is learned by"
+        " 'kbdb learn' without --ray or --shards, not here"
+    )
+    return ParsedFile(path, None, SkippedFile(path, reason, "UNSUPPORTED_TYPE"))
+
+
+def parse_entry(
+    entry: FileEntry | Skipped,
+    *,
+    tags: Sequence[str],
+    docid: str | None,
+    single_file: bool,
+    max_record_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> list[ParsedFile]:
+    """``parse_file`` for every file, conversation transcripts included: one item per
+    session and per skipped record of a transcript (docs/conversations.md), one item for
+    any other file. Only the first item of a file has ``first_of_file`` set."""
     path = str(entry.path)
     if isinstance(entry, Skipped):
-        return ParsedFile(path, None, SkippedFile(path, entry.reason, entry.code))
+        return [ParsedFile(path, None, SkippedFile(path, entry.reason, entry.code))]
     title = None
+    transcript = None
     try:
         if is_image(entry.type):
             loaded = load(entry)
             if isinstance(loaded, Skipped):
-                return ParsedFile(path, None, SkippedFile(path, loaded.reason, loaded.code))
+                return [ParsedFile(path, None, SkippedFile(path, loaded.reason, loaded.code))]
             text, title = loaded.content, entry.path.name
         else:
-            text = read_text(entry)
+            transcript = read_transcript(entry, max_record_bytes=max_record_bytes)
+            text = "" if transcript is not None else read_text(entry)
+            if entry.type == "application/json":
+                transcript = json_transcript(text)
     except KbdbError as e:
         reason = getattr(e, "reason", None) or e.message
-        return ParsedFile(path, None, SkippedFile(path, reason, _skip_code(e)))
+        return [ParsedFile(path, None, SkippedFile(path, reason, _skip_code(e)))]
     except OSError as e:
-        return ParsedFile(path, None, SkippedFile(path, f"cannot read: {e.strerror}", "UNREADABLE"))
+        reason = f"cannot read: {(e.strerror or str(e)).lower()}"
+        return [ParsedFile(path, None, SkippedFile(path, reason, "UNREADABLE"))]
     if docid is None:
         doc = entry.rel
     elif single_file:
         doc = docid
     else:
         doc = f"{docid}/{entry.rel}"
+    if transcript is not None:
+        try:
+            pendings, skips = transcript_pendings(transcript, entry=entry, docid=doc, tags=tags)
+        except KbdbError as e:
+            return [ParsedFile(path, None, SkippedFile(path, e.message, _skip_code(e)))]
+        items = [ParsedFile(path, p, None) for p in pendings]
+        items += [ParsedFile(path, None, s) for s in skips]
+        return [dataclasses.replace(it, first_of_file=i == 0) for i, it in enumerate(items)]
     try:
         pending = build_document(
             docid=doc,
@@ -401,8 +465,8 @@ def parse_file(
             mode="document",
         )
     except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
-        return ParsedFile(path, None, SkippedFile(path, e.message, _skip_code(e)))
-    return ParsedFile(path, pending, None)
+        return [ParsedFile(path, None, SkippedFile(path, e.message, _skip_code(e)))]
+    return [ParsedFile(path, pending, None)]
 
 
 def is_notable(s: SectionReport) -> bool:

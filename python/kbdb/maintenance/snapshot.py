@@ -60,6 +60,8 @@ SECTION_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("retired_at", str, False),
     ("superseded_by", str, False),
     ("retire_reason", str, False),
+    ("speaker", str, False),
+    ("spoken_at", str, False),
 )
 DOCUMENT_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("docid", str, True),

@@ -236,10 +236,12 @@ def restore(
     imported = skipped = docs = 0
     for f in sec_files:
         s = snap.parse_section(f)
-        if sql.insert_section(conn, s):
+        inserted = sql.insert_section(conn, s)
+        if inserted:
             imported += 1
         else:
             skipped += 1
+        sql.insert_turn(conn, s, inserted=inserted)
         sql.add_section_tags(conn, s["kbid"], s["tags"])
     for f in doc_files:
         d, entries = snap.parse_document(f)

@@ -151,6 +151,7 @@ def _search(kb: KnowledgeBase, a: Args) -> Any:
         sort=a.get("sort"),
         as_of=a.get("as_of"),
         min_confidence=a.get("min_confidence", 0.0),
+        speaker=a.get("speaker"),
     )
 
 
@@ -235,9 +236,10 @@ side by side.
 - Read `retrieval_verdict`: "answered" is a strong match; "partial" means only weak or relaxed \
 matches (treat with care); "unanswered" means nothing relevant is stored: investigate (read the \
 code, ask the user), do not guess.
-- Narrow with `tags`, `docid`, `section_type`; page with `offset`. `since` / `until` keep \
-what was learned or changed in a span ("7d", "2026-11-01"); `sort: "recent"` puts the newest \
-first; `as_of` answers from what was known at a past moment.
+- Narrow with `tags`, `docid`, `section_type`, `speaker` (a conversation's turns); page \
+with `offset`. `since` / `until` keep what was learned or changed (a turn: said) in a span \
+("7d", "2026-11-01"); `sort: "recent"` puts the newest first; `as_of` answers from what was \
+known at a past moment.
 - `mode` is "lexical" (keywords, BM25F), "vector" (meaning) or "hybrid" (both); leave it out \
 to get this knowledge base's default mode. vector and hybrid need an embedding provider; naming \
 them without one fails with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
@@ -285,7 +287,13 @@ TOOLS: tuple[ToolSpec, ...] = (
             "tags": TAGS_FILTER,
             "docid": _str("Only sections of this document."),
             "type": _str('Only sections of this MIME type, e.g. "text/markdown".'),
-            "section_type": _str("Only sections of this kind: section, fact, decision, skill…"),
+            "section_type": _str(
+                "Only sections of this kind: section, fact, decision, skill, turn…"
+            ),
+            "speaker": _str(
+                "Only conversation turns of this speaker (learned chat transcripts).",
+                minLength=1,
+            ),
             "content": _bool("Include each section's full content in the results.", False),
             "explain": _bool("Include each result's score breakdown.", False),
             "since": _str(

@@ -59,6 +59,7 @@ class Filters:
     since: str | None = None  # the section's live interval began at or after this time
     until: str | None = None  # ... and before this one
     at: str | None = None  # live at this moment (``as_of``) rather than now
+    speaker: str | None = None  # conversation turns of this speaker
 
     @property
     def any(self) -> bool:
@@ -68,6 +69,7 @@ class Filters:
             and self.section_type is None
             and self.since is None
             and self.until is None
+            and self.speaker is None
         )
 
 
@@ -163,6 +165,7 @@ class DatabaseSource:
             since=filters.since,
             until=filters.until,
             at=filters.at,
+            speaker=filters.speaker,
         )
 
     def starts(

@@ -62,6 +62,7 @@ def check_request(
     sort: str | None = None,
     as_of: object = None,
     min_confidence: object = 0.0,
+    speaker: str | None = None,
 ) -> Request:
     """``KnowledgeBase.search``'s arguments checked, with the default mode and limit."""
     reported: str | None = None
@@ -101,9 +102,16 @@ def check_request(
         from kbdb.search.when import timing as check_timing  # only when asked for
 
         timing = check_timing(since, until, as_of, sort, half_life)
+    if speaker is not None and (not isinstance(speaker, str) or not speaker.strip()):
+        raise InvalidArgumentError(f"speaker must be a non-empty string (got {speaker!r})")
+    speaker = None if speaker is None else " ".join(speaker.split())
     filters = (
-        Filters(tuple(tags) if tags else None, docid, type, section_type)
-        if tags or docid is not None or type is not None or section_type is not None
+        Filters(tuple(tags) if tags else None, docid, type, section_type, speaker=speaker)
+        if tags
+        or docid is not None
+        or type is not None
+        or section_type is not None
+        or speaker is not None
         else NO_FILTERS
     )
     if timing is not None:

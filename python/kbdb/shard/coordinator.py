@@ -133,6 +133,7 @@ class ShardedKnowledgeBase:
         sort: str | None = None,
         as_of: object = None,
         min_confidence: float = 0.0,
+        speaker: str | None = None,
     ) -> SearchResult:
         """``KnowledgeBase.search`` over the whole collection, ranked exactly as one
         knowledge base of every shard's sections. ``as_of`` is not supported here."""
@@ -159,6 +160,7 @@ class ShardedKnowledgeBase:
             until=until,
             sort=sort,
             min_confidence=min_confidence,
+            speaker=speaker,
         )
         owners = Owners()
         lexical = LexicalSearcher(
@@ -210,7 +212,7 @@ class ShardedKnowledgeBase:
         from kbdb.args import check_tags
         from kbdb.ingest import count_files, walk
         from kbdb.learn import LearnProgress
-        from kbdb.learn.learner import check_paths, parse_file
+        from kbdb.learn.learner import check_paths, parse_entry
         from kbdb.types import SkippedFile
 
         started = time.perf_counter()
@@ -232,19 +234,25 @@ class ShardedKnowledgeBase:
         for root in roots:
             single = root.is_file()
             for entry in walk(root, max_file_bytes=max_bytes):
-                parsed = parse_file(entry, tags=tags, docid=docid, single_file=single)
-                done += 1
-                if parsed.pending is None:
-                    if parsed.skipped is not None:
-                        skipped.append(parsed.skipped)
-                    continue
-                shard = self.layout.route(parsed.pending.doc.docid)
-                buffers.setdefault(shard, []).append(parsed)
-                sections += len(parsed.pending.doc.sections)
-                if len(buffers[shard]) >= FILES_PER_CALL:
-                    flush([shard])
-                if progress is not None:
-                    progress(LearnProgress(done, total, sections, parsed.path))
+                for parsed in parse_entry(
+                    entry,
+                    tags=tags,
+                    docid=docid,
+                    single_file=single,
+                    max_record_bytes=max_bytes,
+                ):
+                    done += parsed.first_of_file
+                    if parsed.pending is None:
+                        if parsed.skipped is not None:
+                            skipped.append(parsed.skipped)
+                        continue
+                    shard = self.layout.route(parsed.pending.doc.docid)
+                    buffers.setdefault(shard, []).append(parsed)
+                    sections += len(parsed.pending.doc.sections)
+                    if len(buffers[shard]) >= FILES_PER_CALL:
+                        flush([shard])
+                    if progress is not None:
+                        progress(LearnProgress(done, total, sections, parsed.path))
         flush(list(buffers))
         merged = merge_learn_reports(reports)
         return dataclasses.replace(

@@ -31,6 +31,8 @@ class NewSection:
     description: str | None
     source_key: str
     tags: tuple[str, ...]
+    speaker: str | None = None  # a conversation turn's speaker (``section_turns``)
+    spoken_at: str | None = None  # and its time, which is then the section's time
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ def apply_document(
         else:
             out.status.setdefault(s.kbid, "linked")
         add_tags(conn, s.kbid, s.tags)
+        if s.speaker is not None:
+            add_turn(conn, s.kbid, s.speaker, s.spoken_at)
 
     for kbid, source_key in leaving:
         if _live_link_count(conn, kbid) > 0:
@@ -232,6 +236,15 @@ def _live_link_count(conn: sqlite3.Connection, kbid: str) -> int:
     return int(row[0])
 
 
+def add_turn(conn: sqlite3.Connection, kbid: str, speaker: str, spoken_at: str | None) -> None:
+    """Record a section as a conversation turn. The first record stays: the turn's time is
+    in its heading, so one kbid has one speaker and one time."""
+    conn.execute(
+        "INSERT OR IGNORE INTO section_turns(kbid, speaker, spoken_at) VALUES (?, ?, ?)",
+        (kbid, speaker, spoken_at),
+    )
+
+
 def add_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:
     if not tags:  # most sections: skip the statement (a learn makes one per section)
         return
@@ -262,7 +275,9 @@ def insert_or_revive(conn: sqlite3.Connection, s: NewSection, now: str) -> bool:
         ),
     ).rowcount
     if inserted:
-        _open_interval(conn, s.kbid, now)
+        # A conversation turn is live from when it was said, not from when it was learned:
+        # ``as_of`` before that moment does not see it (docs/conversations.md).
+        _open_interval(conn, s.kbid, s.spoken_at or now)
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s.kbid,))
         return True
     # The same content learned again after it was retired is live once more, from now.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from kbdb.store import signatures
+from kbdb.store import history, signatures
 from kbdb.store.check import ORPHAN_DOCUMENTS, ORPHANS_BEYOND_PLAN, chunked
 
 
@@ -106,6 +106,8 @@ def carry_out(conn: sqlite3.Connection) -> int:
         )
     conn.execute("DELETE FROM sections WHERE kbid IN (SELECT kbid FROM gc_sections)")
     conn.execute("DELETE FROM section_validity WHERE kbid IN (SELECT kbid FROM gc_sections)")
+    if history.has_turns(conn):
+        conn.execute("DELETE FROM section_turns WHERE kbid IN (SELECT kbid FROM gc_sections)")
     if signatures.has_tables(conn):  # near-duplicate signatures of sections now gone
         dead = [
             r[0]

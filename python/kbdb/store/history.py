@@ -6,6 +6,10 @@ SQLite compares them as strings. A section's intervals are its ``section_validit
 a section stored before that table existed (or imported from a snapshot) has none, and its
 one interval is ``created_at`` to ``retired_at``. An interval holds its start and not its
 end: a section is live at ``T`` when ``valid_from <= T < valid_until`` (or no end).
+
+A conversation turn (a ``section_turns`` row with a time) has that time as its time: its
+first interval starts there, and ``since`` / ``until`` and the ordering by time read it
+instead of the start of the interval live now.
 """
 
 from __future__ import annotations
@@ -40,6 +44,43 @@ def has_validity(conn: sqlite3.Connection) -> bool:
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'section_validity'"
     ).fetchone()
     return found is not None
+
+
+def has_turns(conn: sqlite3.Connection) -> bool:
+    """Whether the database has the ``section_turns`` table (written to by a version
+    that learns conversations)."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'section_turns'"
+    ).fetchone()
+    return found is not None
+
+
+def time_of(conn: sqlite3.Connection) -> str:
+    """The SQL expression of a section's time in an ``iv`` row: its turn's time when it
+    is a conversation turn with one, else the start of the interval."""
+    if not has_turns(conn):
+        return "iv.valid_from"
+    return (
+        "COALESCE((SELECT t.spoken_at FROM section_turns t WHERE t.kbid = iv.kbid), iv.valid_from)"
+    )
+
+
+def turn_times(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, str]:
+    """The time of each of ``kbids`` that is a conversation turn with a time."""
+    if not kbids or not has_turns(conn):
+        return {}
+    out: dict[str, str] = {}
+    for i in range(0, len(kbids), _CHUNK):
+        chunk = kbids[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            conn.execute(
+                "SELECT kbid, spoken_at FROM section_turns WHERE spoken_at IS NOT NULL"
+                f" AND kbid IN ({marks})",
+                tuple(chunk),
+            ).fetchall()
+        )
+    return out
 
 
 def _live_params(at: str | None) -> tuple[str, ...]:
@@ -80,7 +121,8 @@ def live_at(conn: sqlite3.Connection, at: str) -> list[str]:
 
 def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> dict[str, str]:
     """When each of ``kbids`` became live for the interval it is in now (``at`` None) or
-    was in at ``at``; kbids in none are left out."""
+    was in at ``at``, or, for a conversation turn, when it was said; kbids in none are
+    left out."""
     cond = LIVE_NOW if at is None else LIVE_AT
     params = _live_params(at)
     head = INTERVALS if has_validity(conn) else LEGACY_INTERVALS
@@ -94,6 +136,8 @@ def started(conn: sqlite3.Connection, kbids: Sequence[str], at: str | None) -> d
             (*params, *chunk),
         ):
             out[kbid] = start
+    for kbid, said in turn_times(conn, list(out)).items():
+        out[kbid] = said
     return out
 
 

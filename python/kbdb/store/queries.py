@@ -106,11 +106,14 @@ def allowed_kbids(
     since: str | None = None,
     until: str | None = None,
     at: str | None = None,
+    speaker: str | None = None,
 ) -> list[str]:
     """Live kbids that pass every given filter (tags: all of them). ``since`` / ``until``:
-    the section's live interval began at or after / before that time. ``at``: sections
-    live at that moment instead of now (a document filter then takes every section ever
-    linked to the document, the links keeping no time)."""
+    the section's time (when its live interval began, or a conversation turn's time) is
+    at or after / before that time. ``at``: sections live at that moment instead of now
+    (a document filter then takes every section ever linked to the document, the links
+    keeping no time). ``speaker``: conversation turns of that speaker (ASCII letters
+    matched without regard to case)."""
     params: list[Any] = []
     head = (
         INTERVALS
@@ -125,10 +128,11 @@ def allowed_kbids(
         params.extend(history.between_params(None, None, at))
     if since is not None or until is not None:
         span = [live]
+        when = history.time_of(conn)
         if since is not None:
-            span.append("iv.valid_from >= ?")
+            span.append(f"{when} >= ?")
         if until is not None:
-            span.append("iv.valid_from < ?")
+            span.append(f"{when} < ?")
         where.append(f"s.kbid IN ({head}SELECT kbid FROM iv WHERE {' AND '.join(span)})")
         params.extend(history.between_params(since, until, at))
     if type is not None:
@@ -144,6 +148,11 @@ def allowed_kbids(
     for tag in tags or ():
         where.append("s.kbid IN (SELECT kbid FROM section_tags WHERE tag = ?)")
         params.append(tag)
+    if speaker is not None:
+        if not history.has_turns(conn):
+            return []
+        where.append("s.kbid IN (SELECT kbid FROM section_turns WHERE speaker = ? COLLATE NOCASE)")
+        params.append(speaker)
     sql = f"SELECT s.kbid FROM sections s WHERE {' AND '.join(where)}"
     return [r[0] for r in conn.execute(sql, params)]
 

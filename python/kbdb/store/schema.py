@@ -11,6 +11,7 @@ Tables:
   near-duplicate candidates (``kbdb.knowledge.neardup``; derived, follows the change log).
 - ``section_validity``: when each section was live, one row per interval (time travel,
   ``kbdb.store.history``).
+- ``section_turns``: the speaker and time of sections that are conversation turns.
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.
@@ -106,10 +107,24 @@ VALIDITY_INDEX = (
 )
 SCHEMA += VALIDITY_TABLE + ";\n" + VALIDITY_INDEX + ";\n"
 
+# Conversation turns (``kbdb.ingest.chat``): who said a section and when. The time is the
+# section's time for ``since`` / ``until``, ``sort=recent`` and the recency decay, and its
+# first validity interval starts there (docs/conversations.md).
+TURNS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS section_turns ("
+    "kbid TEXT PRIMARY KEY, speaker TEXT NOT NULL, spoken_at TEXT)"
+)
+TURNS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS section_turns_speaker ON section_turns(speaker COLLATE NOCASE)"
+)
+SCHEMA += TURNS_TABLE + ";\n" + TURNS_INDEX + ";\n"
+
 UPGRADES = (
     LINKS_INDEX,
     VALIDITY_TABLE,
     VALIDITY_INDEX,
+    TURNS_TABLE,
+    TURNS_INDEX,
     # Knowledge bases made before the covering index had one on kbid alone.
     "DROP INDEX IF EXISTS document_sections_kbid",
 )

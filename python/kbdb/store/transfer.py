@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from kbdb.store import history
 from kbdb.store.check import chunked
 
 EXPORT_COLUMNS = (
@@ -29,10 +30,18 @@ def bad_kbids(conn: sqlite3.Connection, limit: int = 5) -> list[str]:
 
 def iter_export_sections(conn: sqlite3.Connection) -> Iterator[list[sqlite3.Row]]:
     """Sections in kbid order, each with its tags and docids (as ``\\x1f``-joined text)."""
+    # A conversation turn's speaker and time (NULL for other sections, and for every
+    # section of a knowledge base that has never learned a conversation).
+    turns = (
+        " (SELECT speaker FROM section_turns u WHERE u.kbid = s.kbid) AS speaker,"
+        " (SELECT spoken_at FROM section_turns u WHERE u.kbid = s.kbid) AS spoken_at,"
+        if history.has_turns(conn)
+        else " NULL AS speaker, NULL AS spoken_at,"
+    )
     conn.row_factory = sqlite3.Row
     try:
         cur = conn.execute(
-            f"SELECT {EXPORT_COLUMNS},"
+            f"SELECT {EXPORT_COLUMNS},{turns}"
             " (SELECT group_concat(tag, char(31)) FROM"
             "   (SELECT tag FROM section_tags t WHERE t.kbid = s.kbid ORDER BY tag)) AS tags,"
             " (SELECT group_concat(docid, char(31)) FROM"
@@ -99,6 +108,23 @@ def insert_section(conn: sqlite3.Connection, s: dict[str, Any]) -> bool:
     if s.get("retired_at") is None:
         conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (s["kbid"],))
     return True
+
+
+def insert_turn(conn: sqlite3.Connection, s: dict[str, Any], *, inserted: bool) -> None:
+    """Restore a section's conversation turn (``speaker``, ``spoken_at``). A turn inserted
+    now gets its first validity interval from its time, as a learn gives it, so ``as_of``
+    answers the same after the import."""
+    if s.get("speaker") is None:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO section_turns(kbid, speaker, spoken_at) VALUES (?, ?, ?)",
+        (s["kbid"], s["speaker"], s.get("spoken_at")),
+    )
+    if inserted and s.get("spoken_at") is not None:
+        conn.execute(
+            "INSERT INTO section_validity(kbid, valid_from, valid_until) VALUES (?, ?, ?)",
+            (s["kbid"], s["spoken_at"], s.get("retired_at")),
+        )
 
 
 def add_section_tags(conn: sqlite3.Connection, kbid: str, tags: Sequence[str]) -> None:

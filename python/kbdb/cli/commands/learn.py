@@ -90,8 +90,10 @@ def learn(
 ) -> int:
     """Learn files and folders (recursively), or stdin with '-'.
 
-    Markdown, text, HTML, JSON and images. Re-learning a file replaces its earlier version.
-    A bad file is reported on stderr and skipped, the rest goes on, and the exit code is 1.
+    Markdown, text, HTML, JSON, images, and chat transcripts (.jsonl, or .json chat
+    messages: a document per session, a section per turn; docs/conversations.md).
+    Re-learning a file replaces its earlier version. A bad file (or transcript record) is
+    reported on stderr and skipped, the rest goes on, and the exit code is 1.
     Warnings, near duplicates and skipped files are counted per code with the first few
     of each; --verbose lists every one, --json prints the full report.
 

@@ -48,7 +48,12 @@ MAX_LIMIT = 100
 @click.option(
     "--section-type",
     metavar="KIND",
-    help="Only sections of this kind (fact, decision, note, skill, ...).",
+    help="Only sections of this kind (fact, decision, note, skill, turn, ...).",
+)
+@click.option(
+    "--speaker",
+    metavar="NAME",
+    help="Only conversation turns of this speaker (docs/conversations.md).",
 )
 @click.option(
     "--content", "with_content", is_flag=True, help="Include each section's full content."
@@ -57,8 +62,9 @@ MAX_LIMIT = 100
 @click.option(
     "--since",
     metavar="WHEN",
-    help="Only sections learned or changed at or after WHEN: 7d (also m, h, w: back from "
-    "now), 2026-11-01 (midnight UTC) or an ISO-8601 timestamp.",
+    help="Only sections learned or changed at or after WHEN (a conversation turn: said "
+    "at or after WHEN): 7d (also m, h, w: back from now), 2026-11-01 (midnight UTC) or an "
+    "ISO-8601 timestamp.",
 )
 @click.option(
     "--until", metavar="WHEN", help="Only sections learned or changed before WHEN (as --since)."
@@ -94,6 +100,7 @@ def search(
     docid: str | None,
     mime: str | None,
     section_type: str | None,
+    speaker: str | None,
     with_content: bool,
     explain: bool,
     since: str | None,
@@ -132,6 +139,7 @@ def search(
             sort=sort,
             as_of=as_of,
             min_confidence=min_confidence,
+            speaker=speaker,
         )
     if st.json:
         emit_json(res.to_dict())
