@@ -171,8 +171,10 @@ def test_a_hit_both_lists_rank_above_another_is_fused_above_it(seed: int) -> Non
     pool = [f"k{i:02d}" for i in range(30)]
     lex_ids = rnd.sample(pool, rnd.randint(0, 25))
     vec_ids = rnd.sample(pool, rnd.randint(0, 25))
-    lex = list(zip(lex_ids, sorted((rnd.uniform(0, 20) for _ in lex_ids), reverse=True)))
-    vec = list(zip(vec_ids, sorted((rnd.uniform(-0.2, 1) for _ in vec_ids), reverse=True)))
+    lex_scores = sorted((rnd.uniform(0, 20) for _ in lex_ids), reverse=True)
+    vec_scores = sorted((rnd.uniform(-0.2, 1) for _ in vec_ids), reverse=True)
+    lex = list(zip(lex_ids, lex_scores, strict=True))
+    vec = list(zip(vec_ids, vec_scores, strict=True))
     signals = Signals(rnd.random(), rnd.random(), None)
     params = AdaptiveParams(
         rnd.uniform(0, 1), rnd.uniform(0.5, 2), rnd.random(), rnd.uniform(0, 2), rnd.random()
