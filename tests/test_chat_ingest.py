@@ -227,7 +227,9 @@ def test_speaker_is_searchable_and_filterable(kb: kbdb.KnowledgeBase, tmp_path: 
     kb.learn_path(src)
     res = kb.search("caroline painted")
     strict = [h.heading for h in res.items if not h.relaxed]
-    assert strict == ["Caroline · 8 May 2023 13:56"]
+    # Caroline's own turn first; Melanie's also matches, through its context (the turn
+    # before it, which Caroline said).
+    assert strict == ["Caroline · 8 May 2023 13:56", "Melanie · 8 May 2023 13:56"]
     assert hits(kb, "painted", speaker="melanie") == ["Melanie · 8 May 2023 13:56"]
     assert hits(kb, "painted", speaker="Nobody") == []
     kb.learn("# Caroline\n\npainted fences", docid="notes")  # a heading, not a speaker
@@ -288,8 +290,10 @@ def test_relearning_a_transcript_supersedes_changed_turns(
     jsonl(src, records)
     rep = kb.learn_path(src)
     assert (rep.documents_updated, rep.sections_added, rep.sections_retired) == (1, 1, 1)
+    # B's turn is kept (its kbid is its own text), and its context, the turn before it,
+    # follows the change: "monday" is gone from the index, "tuesday" finds it after A's.
     assert hits(kb, "monday") == []
-    assert hits(kb, "tuesday") == ["A · 8 May 2023 13:56"]
+    assert hits(kb, "tuesday") == ["A · 8 May 2023 13:56", "B · 20 June 2023 09:00"]
 
 
 def test_turns_survive_export_import_and_rebuild(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:
@@ -343,3 +347,28 @@ def test_heading_carries_the_time_to_the_minute_or_second() -> None:
     assert turn_heading("Ann", None) == "Ann"
     assert turn_heading("Ann", "2023-05-08T13:56:00Z") == "Ann · 8 May 2023 13:56"
     assert turn_heading("Ann", "2023-05-08T13:56:07Z") == "Ann · 8 May 2023 13:56:07"
+
+
+def test_a_turn_is_found_by_the_words_of_the_turn_before_it(
+    kb: kbdb.KnowledgeBase, tmp_path: Path
+) -> None:
+    src = jsonl(
+        tmp_path / "chat.jsonl",
+        [
+            {"speaker": "Melanie", "time": T1, "text": "What are you researching these days?"},
+            {"speaker": "Caroline", "time": T2, "text": "Adoption agencies, mostly."},
+            {"speaker": "Melanie", "time": T2, "text": "That sounds exciting."},
+        ],
+    )
+    kb.learn_path(src)
+    res = kb.search("caroline researching")
+    top = res.items[0]
+    assert top.heading.startswith("Caroline ·") and not top.relaxed
+    # The context is indexed, not shown: the content and snippet are the turn's own.
+    assert "researching" not in top.snippet
+    full = kb.recall(top.kbid).sections[0]
+    assert full.content == "Adoption agencies, mostly.\n"
+    assert full.description == "Before this, Melanie said: What are you researching these days?"
+    # The first turn of a session has nothing before it.
+    first = kb.search("researching", speaker="Melanie").items[0]
+    assert kb.recall(first.kbid).sections[0].description is None

@@ -332,9 +332,11 @@ def turn_heading(speaker: str, time: str | None) -> str:
 
 
 def split_session(session: ChatSession) -> ParsedDocument:
-    """A session as a parsed document: one level-1 section a turn, in order."""
+    """A session as a parsed document: one level-1 section a turn, in order. Each turn
+    after the first carries the one before it as its context (:func:`turn_context`)."""
     sections: list[ParsedSection] = []
     seen: dict[str, int] = {}
+    previous = None
     for turn in session.turns:
         heading = unicodedata.normalize("NFC", turn_heading(turn.speaker, turn.time))
         n = seen.get(heading, 0) + 1
@@ -351,9 +353,26 @@ def split_session(session: ChatSession) -> ParsedDocument:
                 heading_path=(path,),
                 speaker=turn.speaker,
                 time=turn.time,
+                context=None if previous is None else turn_context(previous),
             )
         )
+        previous = turn
     return ParsedDocument(session.title, None, (), tuple(sections), ())
+
+
+# The most of the previous turn a turn's context holds, in characters.
+CONTEXT_CHARS = 1_000
+
+
+def turn_context(previous: Turn) -> str:
+    """What a turn is indexed with besides its own text: the turn before it in the session,
+    whose words an answer often leaves out ("What are you researching?" / "Adoption
+    agencies."). Stored as the section's description, it adds to the ``body`` field's
+    matches but not to the content, the snippet or the embedding."""
+    text = previous.text
+    if len(text) > CONTEXT_CHARS:
+        text = text[:CONTEXT_CHARS].rsplit(" ", 1)[0] + " …"
+    return f"Before this, {previous.speaker} said: {text}"
 
 
 def session_text(session: ChatSession) -> str:

@@ -37,6 +37,8 @@ class ParsedSection:
             gets `` (2)``, `` (3)``… appended to its last element.
         speaker: Who said it, for a conversation turn (``kbdb.ingest.chat``); else None.
         time: When it was said (the store's UTC form), for a turn with a time; else None.
+        context: Text indexed with the section but not part of its content (stored as
+            its description): for a conversation turn, the turn before it.
     """
 
     heading: str
@@ -48,6 +50,7 @@ class ParsedSection:
     heading_path: tuple[str, ...]
     speaker: str | None = None
     time: str | None = None
+    context: str | None = None
 
 
 @dataclass(frozen=True)

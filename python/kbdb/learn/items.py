@@ -134,7 +134,7 @@ def build_parsed(
         kbids.append(kbid)
         # A single-section learn carries the caller's title and description itself.
         sec_title = title if (single and title) else None
-        sec_desc = description if (single and description) else None
+        sec_desc = description if (single and description) else ps.context
         w: list[str] = list(parsed.warnings) if not sections else []
         if not ps.heading.strip() and not sec_title:
             w.append("heading_missing")

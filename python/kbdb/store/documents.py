@@ -158,6 +158,8 @@ def apply_document(
         ord_ += 1
         if s.kbid in old_kbids:
             out.status.setdefault(s.kbid, "unchanged")
+            if s.speaker is not None:
+                update_turn_context(conn, s.kbid, s.description)
         elif insert_or_revive(conn, s, now):
             out.status[s.kbid] = "added"
         else:
@@ -234,6 +236,18 @@ def _live_link_count(conn: sqlite3.Connection, kbid: str) -> int:
         "SELECT COUNT(*) FROM document_sections WHERE kbid = ? AND live = 1", (kbid,)
     ).fetchone()
     return int(row[0])
+
+
+def update_turn_context(conn: sqlite3.Connection, kbid: str, context: str | None) -> None:
+    """A kept conversation turn whose neighbour changed: its context (the description,
+    indexed with it but not part of its kbid) is updated in place and the turn queued for
+    re-indexing, so that the index never matches words its neighbour no longer says."""
+    cur = conn.execute(
+        "UPDATE sections SET description = ? WHERE kbid = ? AND description IS NOT ?",
+        (context, kbid, context),
+    )
+    if cur.rowcount:
+        conn.execute("INSERT INTO changelog(op, kbid) VALUES ('add', ?)", (kbid,))
 
 
 def add_turn(conn: sqlite3.Connection, kbid: str, speaker: str, spoken_at: str | None) -> None:
