@@ -212,9 +212,9 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
                     h.bound,
                     coverage(h.matched, parsed),
                     h.score / best if best > 0 else 1.0,
-                    i == 0,
+                    best <= 0 or h.score >= best,
                 )
-                for i, h in enumerate(hits)
+                for h in hits
             ]
             cos_best = vec[0][1] if vec else 0.0
             gap = cosine_gap([c for _, c in vec])
@@ -231,7 +231,8 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
             for mode, ranked in (("vector", vector_only), ("hybrid", fused)):
                 for rank, f in enumerate(ranked[:TOP]):
                     h = by_kbid.get(f.kbid) if mode == "hybrid" else None
-                    product = _hit(f, h, parsed, mode, "adaptive", signals, lists, rank).confidence
+                    first = rank == 0
+                    product = _hit(f, h, parsed, mode, "adaptive", signals, lists, first).confidence
                     li = None if f.lexical_rank is None else f.lexical_rank - 1
                     vi = None if f.vector_rank is None else f.vector_rank - 1
                     if mode == "vector":

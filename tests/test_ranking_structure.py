@@ -114,7 +114,7 @@ def _learned_tree(tmp_path: Path, files: dict[str, str]) -> kbdb.KnowledgeBase:
 def test_a_reference_page_is_found_by_its_identifier_title(tmp_path: Path) -> None:
     kb = _learned_tree(tmp_path, REFERENCE)
     try:
-        res = kb.search("Get-Process", limit=5)
+        res = kb.search("Get-Process", limit=10)
         top = res.items[0]
         assert top.docids == ("get-process.md",), [(i.heading, i.docids) for i in res.items]
         # The page stands for itself through a section with content, not its bodiless title.

@@ -87,7 +87,7 @@ async def test_http_on_loopback_needs_no_token(kbdir: Path) -> None:
     with http_server(kbdir, "127.0.0.1:0") as url:
         assert url.startswith("http://127.0.0.1:")
         found = await _search(url, logs=logs)
-        assert found["retrieval_verdict"] == "answered"
+        assert found["items"] and found["retrieval_verdict"] in ("answered", "partial")
     warnings = [m.data for m in logs if m.level == "warning"]
     assert len(warnings) == 1 and "checksum_mismatch" in str(warnings[0])
 

@@ -97,13 +97,15 @@ async def test_every_tool_succeeds(kbdir: Path, tmp_path: Path) -> None:
         new_kbid = learned["sections"][0]["kbid"]
 
         found = await c.ok("search", {"query": "connection pool", "limit": 5})
-        assert found["retrieval_verdict"] == "answered" and found["search_mode"] == "lexical"
+        assert found["retrieval_verdict"] in ("answered", "partial")
+        assert found["search_mode"] == "lexical"
         pool = found["items"][0]
         assert pool["heading"] == "Connection pool"
         res = await c.call("search", {"query": "tuesdays deploy", "search_mode": "lexical"})
         assert res.structured_content and res.structured_content["items"][0]["kbid"] == new_kbid
         text = res.content[0].text  # type: ignore[union-attr]
-        assert new_kbid in text and "verdict: answered" in text
+        verdict = res.structured_content["retrieval_verdict"]
+        assert verdict != "unanswered" and new_kbid in text and f"verdict: {verdict}" in text
 
         recalled = await c.ok("recall", {"kbids": [pool["kbid"]]})
         assert "2x cores" in recalled["sections"][0]["content"]

@@ -77,6 +77,8 @@ def search_fused(
         fused = adaptive(lex_ranked, vec_hits, signals, params, k=rrf_k)
     else:
         fused = rrf(lex_ranked, vec_hits, k=rrf_k)
+    # The fused hit that is first before any recency decay: confidence measures the match.
+    best_kbid = fused[0].kbid if fused else None
     timing = lexical.timing
     starts: dict[str, str] = {}
     if timing is not None and timing.reorders:
@@ -95,8 +97,8 @@ def search_fused(
         ),
     )
     page = [
-        _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals, lists, rank)
-        for rank, f in enumerate(fused[offset : offset + limit], start=offset)
+        _hit(f, by_kbid.get(f.kbid), parsed, mode, fusion, signals, lists, f.kbid == best_kbid)
+        for f in fused[offset : offset + limit]
     ]
     if timing is not None and timing.reorders and explain:
         for h in page:
@@ -175,7 +177,7 @@ def _hit(
     fusion: str,
     signals: Signals | None,
     lists: _Lists,
-    rank: int,
+    first: bool,
 ) -> Hit:
     vec_conf = (
         vector_confidence(f.vector_score, lists.cos_best, lists.gap, f.vector_rank == 1)
@@ -191,12 +193,12 @@ def _hit(
                 lex.bound,
                 coverage(lex.matched, parsed),
                 lex.score / lists.lex_best if lists.lex_best > 0 else 1.0,
-                f.lexical_rank == 1,
+                lists.lex_best <= 0 or lex.score >= lists.lex_best,
             )
             if lex is not None
             else None
         )
-        conf = hybrid_confidence(lex_conf, vec_conf, lists.agreement, rank == 0)
+        conf = hybrid_confidence(lex_conf, vec_conf, lists.agreement, first)
     extra: dict[str, object] = {
         "vector_rank": f.vector_rank,
         "cosine": None if f.vector_score is None else round(f.vector_score, 6),

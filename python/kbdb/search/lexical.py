@@ -240,10 +240,10 @@ class LexicalSearcher:
             if self.timing is not None and self.timing.reorders:
                 ranking = self.timing.rerank(self, parsed, ranking, offset + limit, allow, explain)
             page = ranking.hits[offset : offset + limit]
-            best = ranking.hits[0].score if ranking.hits else 0.0
-            items = self.hydrate(
-                parsed, page, content=content, explain=explain, best=best, first=offset
-            )
+            # The confidence weighs a hit against the best match, the recency decay undone
+            # (it measures the match, not its age).
+            best = max((h.score / h.recency for h in ranking.hits), default=0.0)
+            items = self.hydrate(parsed, page, content=content, explain=explain, best=best)
         top = items[0] if items else None
         return build(
             SearchResult,
@@ -405,12 +405,11 @@ class LexicalSearcher:
         content: bool,
         explain: bool,
         best: float = 0.0,
-        first: int = 0,
     ) -> list[SearchItem]:
         """Full result items for ``page``; sections retired since the index snapshot are
         dropped. A hit without a ``confidence`` of its own gets the lexical one, which
-        weighs its score against ``best`` (the ranking's best score) and whether it is the
-        ranking's first hit (``page`` starts at rank ``first``, 0-based)."""
+        weighs its score, without the recency decay, against ``best``, the ranking's best
+        score so measured (the best hit is the one that reaches it)."""
         kbids = [h.kbid for h in page]
         with self.source.read() as conn:
             rows = self.source.rows(conn, kbids)
@@ -424,9 +423,9 @@ class LexicalSearcher:
         # The hits still shown, each with its row, matched clauses, their fields' mask and
         # the index of its snippet job (None for an image: its snippet is empty). The
         # page's snippets are made in one call.
-        shown: list[tuple[Hit, Row, tuple[int, ...], int, int | None, int]] = []
+        shown: list[tuple[Hit, Row, tuple[int, ...], int, int | None]] = []
         jobs: list[tuple[str, str | None, tuple[int, ...]]] = []
-        for rank, h in enumerate(page, start=first):
+        for h in page:
             row = rows.get(h.kbid)
             if row is None or (row.retired_at is not None and self.at is None):
                 continue
@@ -438,7 +437,7 @@ class LexicalSearcher:
                 body = row.body
                 job = len(jobs)
                 jobs.append((body, None if body is row.content else row.content, matched_clauses))
-            shown.append((h, row, matched_clauses, fields, job, rank))
+            shown.append((h, row, matched_clauses, fields, job))
         texts = (
             self.analyzer.snippets(
                 jobs, [[alt for alt, _ in alts] for alts, _ in clauses], width=SNIPPET_CHARS
@@ -447,19 +446,20 @@ class LexicalSearcher:
             else []
         )
         items: list[SearchItem] = []
-        for h, row, matched_clauses, fields, job, rank in shown:
+        for h, row, matched_clauses, fields, job in shown:
             conf = h.confidence
             if conf is None:
                 if required_flags is None:
                     covered = len(matched_clauses)
                 else:
                     covered = sum([required_flags[i] for i in matched_clauses])
+                relative = h.score / h.recency / best if best > 0 else 1.0
                 conf = confidence(
                     h.score / h.boost,
                     h.bound,
                     covered / required if required else 1.0,
-                    h.score / best if best > 0 else 1.0,
-                    rank == 0,
+                    relative,
+                    relative >= 1.0,
                 )
             dl = links.get(h.kbid)
             items.append(

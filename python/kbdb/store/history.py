@@ -55,16 +55,6 @@ def has_turns(conn: sqlite3.Connection) -> bool:
     return found is not None
 
 
-def time_of(conn: sqlite3.Connection) -> str:
-    """The SQL expression of a section's time in an ``iv`` row: its turn's time when it
-    is a conversation turn with one, else the start of the interval."""
-    if not has_turns(conn):
-        return "iv.valid_from"
-    return (
-        "COALESCE((SELECT t.spoken_at FROM section_turns t WHERE t.kbid = iv.kbid), iv.valid_from)"
-    )
-
-
 def turn_times(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, str]:
     """The time of each of ``kbids`` that is a conversation turn with a time."""
     if not kbids or not has_turns(conn):

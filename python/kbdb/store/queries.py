@@ -22,6 +22,15 @@ SECTION_COLUMNS = (
 )
 
 
+# A section's time in an ``iv`` row: a conversation turn's time when it has one, else the
+# start of its live interval (the table of turns may be missing in a knowledge base that
+# predates it: ``history.has_turns``).
+INTERVAL_TIME = "iv.valid_from"
+TURN_OR_INTERVAL_TIME = (
+    "COALESCE((SELECT t.spoken_at FROM section_turns t WHERE t.kbid = iv.kbid), iv.valid_from)"
+)
+
+
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for i in range(0, len(items), _CHUNK):
         yield items[i : i + _CHUNK]
@@ -128,7 +137,7 @@ def allowed_kbids(
         params.extend(history.between_params(None, None, at))
     if since is not None or until is not None:
         span = [live]
-        when = history.time_of(conn)
+        when = TURN_OR_INTERVAL_TIME if history.has_turns(conn) else INTERVAL_TIME
         if since is not None:
             span.append(f"{when} >= ?")
         if until is not None:
