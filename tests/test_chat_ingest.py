@@ -227,9 +227,9 @@ def test_speaker_is_searchable_and_filterable(kb: kbdb.KnowledgeBase, tmp_path: 
     kb.learn_path(src)
     res = kb.search("caroline painted")
     strict = [h.heading for h in res.items if not h.relaxed]
-    # Caroline's own turn first; Melanie's also matches, through its context (the turn
-    # before it, which Caroline said).
-    assert strict == ["Caroline · 8 May 2023 13:56", "Melanie · 8 May 2023 13:56"]
+    # The speaker is in the heading; Melanie's turn has "painted" in its context (the turn
+    # before it) but not Caroline's name, which the context leaves out.
+    assert strict == ["Caroline · 8 May 2023 13:56"]
     assert hits(kb, "painted", speaker="melanie") == ["Melanie · 8 May 2023 13:56"]
     assert hits(kb, "painted", speaker="Nobody") == []
     kb.learn("# Caroline\n\npainted fences", docid="notes")  # a heading, not a speaker
@@ -368,7 +368,7 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it(
     assert "researching" not in top.snippet
     full = kb.recall(top.kbid).sections[0]
     assert full.content == "Adoption agencies, mostly.\n"
-    assert full.description == "Before this, Melanie said: What are you researching these days?"
+    assert full.description == "What are you researching these days?"
     # The first turn of a session has nothing before it.
     first = kb.search("researching", speaker="Melanie").items[0]
     assert kb.recall(first.kbid).sections[0].description is None

@@ -365,14 +365,17 @@ CONTEXT_CHARS = 1_000
 
 
 def turn_context(previous: Turn) -> str:
-    """What a turn is indexed with besides its own text: the turn before it in the session,
-    whose words an answer often leaves out ("What are you researching?" / "Adoption
-    agencies."). Stored as the section's description, it adds to the ``body`` field's
-    matches but not to the content, the snippet or the embedding."""
+    """What a turn is indexed with besides its own text: the text of the turn before it in
+    the session, whose words an answer often leaves out ("What are you researching?" /
+    "Adoption agencies."). Stored as the section's description, it adds to the ``body``
+    field's matches but not to the content, the snippet or the embedding. The previous
+    speaker's name is left out: it would make every reply to Caroline match "Caroline"
+    (measured on LoCoMo: nDCG@10 0.489 with "Before this, Caroline said: …", 0.531
+    without)."""
     text = previous.text
     if len(text) > CONTEXT_CHARS:
         text = text[:CONTEXT_CHARS].rsplit(" ", 1)[0] + " …"
-    return f"Before this, {previous.speaker} said: {text}"
+    return text
 
 
 def session_text(session: ChatSession) -> str:
