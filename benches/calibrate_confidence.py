@@ -66,9 +66,8 @@ import numpy as np  # noqa: E402
 
 import tune_fusion  # noqa: E402
 from common import print_table, write_result  # noqa: E402
-from kbdb.config import SearchConfig, config_to_dict, load_config  # noqa: E402
-from kbdb.evaluation.beir import BeirDataset, dataset_paths, load_beir  # noqa: E402
-from kbdb.evaluation.run import learn_corpus, override_config  # noqa: E402
+from kbdb.config import SearchConfig, config_to_dict  # noqa: E402
+from kbdb.evaluation.beir import BeirDataset  # noqa: E402
 from kbdb.search import confidence as shipped  # noqa: E402
 from kbdb.search import fusion  # noqa: E402
 from kbdb.search.confidence import (  # noqa: E402
@@ -163,24 +162,12 @@ class Rows:
 
 
 def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
-    """Open (learn on the first run) the set's knowledge base as ``tune_fusion.open_set``
-    does, and collect each judged query's three lists with their raw features."""
-    from kbdb import KnowledgeBase
+    """Open (learn on the first run) the set's knowledge base as ``tune_fusion`` does, and
+    collect each judged query's three lists with their raw features."""
     from kbdb.store import queries as q
 
-    ds = load_beir(*dataset_paths(folder))
-    root = cache / name
-    KnowledgeBase.init(root).close()
-    settings = {"embedding.provider": "onnx", "embedding.model_path": str(model)}
-    config = override_config(load_config(root / ".kbdb" / "worker.toml"), settings)
-    kb = KnowledgeBase.open(root, config=config)
-    try:
-        t0 = time.perf_counter()
-        learn_corpus(kb, ds.corpus)
-        if kb.stats().vector_index_stale:
-            kb.rebuild(lexical=False)
-        kb.context.index.refresh()
-        kb.context.refresh_vectors()
+    t0 = time.perf_counter()
+    with tune_fusion.learned_set(name, folder, model, cache) as (kb, ds):
         ctx = kb.context
         cfg = SearchConfig()
         lex = LexicalSearcher(ctx.index.core, ctx.db, ctx.index.analyzer, ctx.synonyms(), cfg)
@@ -191,19 +178,10 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
         for qid, text in ds.queries:
             if qid not in ds.qrels:
                 continue
-            parsed = lex.parse(text)
-            ranking = lex.rank(
-                parsed,
-                want=FUSION_CANDIDATES,
-                page_end=FUSION_CANDIDATES,
-                allow=None,
-                explain=False,
-            )
-            hits = ranking.hits[:FUSION_CANDIDATES]
-            vec = list(ctx.vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
+            parsed, hits, vec = tune_fusion.arm_lists(lex, ctx.vectors, text)
             signals = arm_signals(parsed, hits, vec)
             fused = fusion.adaptive(
-                [(h.kbid, h.score) for h in hits], vec, signals, params, k=config.embedding.rrf_k
+                [(h.kbid, h.score) for h in hits], vec, signals, params, k=kb.config.embedding.rrf_k
             )
             best = hits[0].score if hits else 0.0
             lex_raw: list[LexRaw] = [
@@ -227,7 +205,7 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
             compared["lexical"] += len(items)
             lists = _Lists(best, cos_best, gap, signals.agreement)
             by_kbid = {h.kbid: h for h in hits}
-            vector_only = fusion.rrf([], vec, k=config.embedding.rrf_k)
+            vector_only = fusion.rrf([], vec, k=kb.config.embedding.rrf_k)
             for mode, ranked in (("vector", vector_only), ("hybrid", fused)):
                 for rank, f in enumerate(ranked[:TOP]):
                     h = by_kbid.get(f.kbid) if mode == "hybrid" else None
@@ -246,20 +224,20 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
                         )
                     mismatches[mode] += product != mine
                     compared[mode] += 1
-            raw.append((qid, hits, vec, lex_raw, vec_raw, fused, signals.agreement, ranking))
+            # No strict hit at all: the whole ranking is relaxed (``Ranking.relaxed``).
+            all_relaxed = bool(hits) and all(h.relaxed for h in hits)
+            raw.append((qid, hits, vec, lex_raw, vec_raw, fused, signals.agreement, all_relaxed))
         kbids = {h.kbid for x in raw for h in x[1]} | {k for x in raw for k, _ in x[2]}
         with ctx.db.read() as conn:
             docids = {k: tuple(v) for k, v in q.docids_of(conn, list(kbids)).items()}
         search = config_to_dict(kb.config)["search"]
-    finally:
-        kb.close()
 
     def relevant(qid: str, kbid: str) -> float:
         qrels = ds.qrels[qid]
         return 1.0 if any(qrels.get(d, 0) > 0 for d in docids.get(kbid, ())) else 0.0
 
     queries = []
-    for qid, hits, vec, lex_raw, vec_raw, fused, agree, ranking in raw:
+    for qid, hits, vec, lex_raw, vec_raw, fused, agree, all_relaxed in raw:
         lex_rel = [relevant(qid, h.kbid) for h in hits]
         vec_rel = [relevant(qid, k) for k, _ in vec]
         top = [
@@ -270,7 +248,7 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
             )
             for f in fused[:TOP]
         ]
-        relaxed = ranking.relaxed or bool(hits and hits[0].relaxed)
+        relaxed = all_relaxed or bool(hits and hits[0].relaxed)
         queries.append(Query(qid, lex_raw, lex_rel, relaxed, vec_raw, vec_rel, top, agree))
     print(f"{name}: {len(queries)} judged queries in {time.perf_counter() - t0:.1f} s", flush=True)
     return DevSet(name, ds, queries, search, mismatches, compared)

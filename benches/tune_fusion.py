@@ -42,12 +42,13 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,6 +64,11 @@ from kbdb.search.hybrid import (  # noqa: E402
     arm_signals,
     params_of,
 )
+from kbdb.search.lexical import Hit, LexicalSearcher  # noqa: E402
+from kbdb.search.query import ParsedQuery  # noqa: E402
+
+if TYPE_CHECKING:
+    from kbdb import KnowledgeBase
 
 DEV_SETS = {
     "scifact": SHARED / "datasets" / "scifact",
@@ -128,10 +134,14 @@ class Variant:
     params: dict[str, Any] | None = None
 
 
-def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
+@contextmanager
+def learned_set(
+    name: str, folder: Path, model: Path, cache: Path
+) -> Iterator[tuple[KnowledgeBase, BeirDataset]]:
+    """The dev set's knowledge base in ``cache/name``, with the local model, learned and
+    embedded on the first run (the embedding cache makes a later one cheap), and its
+    indexes current; closed on exit."""
     from kbdb import KnowledgeBase
-    from kbdb.config import config_to_dict
-    from kbdb.store import queries as q
 
     ds = load_beir(*dataset_paths(folder))
     root = cache / name
@@ -147,21 +157,40 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
         print(f"{name}: learned and embedded in {time.perf_counter() - t0:.1f} s", flush=True)
         kb.context.index.refresh()
         kb.context.refresh_vectors()
+        yield kb, ds
+    finally:
+        kb.close()
+
+
+def arm_lists(
+    lexical: LexicalSearcher, vectors: Any, text: str
+) -> tuple[ParsedQuery, list[Hit], Ranked]:
+    """One query's two candidate lists, as ``kb.search(mode="hybrid")`` makes them: the
+    lexical ranking (strict, then relaxed fill and boosts) and the vector scan, each
+    ``FUSION_CANDIDATES`` long."""
+    parsed = lexical.parse(text)
+    ranking = lexical.rank(
+        parsed,
+        want=FUSION_CANDIDATES,
+        page_end=FUSION_CANDIDATES,
+        allow=None,
+        explain=False,
+    )
+    hits = ranking.hits[:FUSION_CANDIDATES]
+    return parsed, hits, list(vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
+
+
+def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
+    from kbdb.config import config_to_dict
+    from kbdb.store import queries as q
+
+    with learned_set(name, folder, model, cache) as (kb, ds):
         lexical = kb.context.searcher()
         out = []
         for qid, text in ds.queries:
             if qid not in ds.qrels:
                 continue
-            parsed = lexical.parse(text)
-            ranking = lexical.rank(
-                parsed,
-                want=FUSION_CANDIDATES,
-                page_end=FUSION_CANDIDATES,
-                allow=None,
-                explain=False,
-            )
-            hits = ranking.hits[:FUSION_CANDIDATES]
-            vec = list(kb.context.vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
+            parsed, hits, vec = arm_lists(lexical, kb.context.vectors, text)
             out.append(
                 Query(
                     qid,
@@ -175,8 +204,6 @@ def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
         with kb.context.db.read() as conn:
             docids = {k: tuple(v) for k, v in q.docids_of(conn, list(kbids)).items()}
         search = config_to_dict(kb.config)["search"]
-    finally:
-        kb.close()
     return DevSet(name, ds, out, docids, {d.id for d in ds.corpus}, search)
 
 
