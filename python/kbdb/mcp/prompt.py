@@ -42,9 +42,9 @@ Before answering or acting on anything that earlier work may have settled (decis
 conventions, user preferences, how things are set up):
 1. `search` with several short keyword queries rather than one long question, e.g. "postgres \
 jsonb", then "database choice". Quote a phrase to require it word for word.
-2. Read `retrieval_verdict`: "answered" is a strong match; "partial" means weak matches, check \
-them; "unanswered" means nothing relevant is stored, so investigate (read the code, ask the \
-user) and do not guess.
+2. Read `retrieval_verdict`: "answered" means the top hit is likely relevant; "partial" means \
+check the hits, the answer may be among them; "unanswered" means the top hit is probably not \
+relevant, so investigate (read the code, ask the user) and do not guess.
 3. `recall` the kbids you need: search returns snippets, recall returns full content. For a \
 whole document use `outline` and `recall` with its docid.
 

@@ -233,9 +233,9 @@ How to use it well:
 choice") rather than one long question; quote a phrase ("connection pool") to require the words \
 side by side.
 - Use `recall` with the kbids of the results you need to get their full content.
-- Read `retrieval_verdict`: "answered" is a strong match; "partial" means only weak or relaxed \
-matches (treat with care); "unanswered" means nothing relevant is stored: investigate (read the \
-code, ask the user), do not guess.
+- Read `retrieval_verdict`: "answered" means the top hit is likely relevant; "partial" means \
+check the hits (weak or relaxed matches); "unanswered" means the top hit is probably not \
+relevant: investigate (read the code, ask the user), do not guess.
 - Narrow with `tags`, `docid`, `section_type`, `speaker` (a conversation's turns); page \
 with `offset`. `since` / `until` keep what was learned or changed (a turn: said) in a span \
 ("7d", "2026-11-01"); `sort: "recent"` puts the newest first; `as_of` answers from what was \
@@ -272,7 +272,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "type": "string",
                 "enum": MODES,
                 "default": "lexical",
-                "description": "lexical (keywords), vector (meaning) or hybrid (both, RRF).",
+                "description": "lexical (keywords), vector (meaning) or hybrid (both, fused).",
             },
             "search_mode": {
                 "type": "string",
