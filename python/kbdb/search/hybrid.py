@@ -53,7 +53,7 @@ def search_fused(
     linear_weight: float,
     adaptive_params: AdaptiveParams | None = None,
 ) -> SearchResult:
-    """``adaptive_params``: the ramps of the adaptive fusion; by default those of the
+    """``adaptive_params``: the adaptive fusion's settings; by default those of the
     lexical searcher's ``[search]`` settings."""
     want = max(FUSION_CANDIDATES, offset + limit)
     parsed = lexical.parse(query)
