@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of kbdb's text parsers with atheris (issue 8 item 4).
+"""Coverage-guided fuzzing of kbdb's text parsers with atheris.
 
     python fuzz/atheris_fuzz.py TARGET [--grow] [libFuzzer options, e.g. -runs=20000]
 
