@@ -10,8 +10,8 @@ LoCoMo and the paraphrase set), each set weighing the same
   query's clause bounds (per clause the largest weight × idf; BM25F saturates below idf, so
   no score reaches the sum), which does not depend on the size of the knowledge base;
   *coverage*, the share of the required query words it matched; *relative*, its score over
-  the best hit's (the recency decay undone); and whether it is the best hit (a relaxed hit
-  can outscore the best strict one);
+  the first hit's (the recency decay undone); and whether it reaches it (a relaxed hit can
+  outscore the first, strict, one);
 - **vector**: its cosine; the cosine minus the best hit's; the list's *gap* (the best
   cosine minus the mean of ranks 2–10: does one hit stand out?); and whether it is first;
 - **hybrid**: the log-odds of its lexical and of its vector confidence, each in its own

@@ -237,12 +237,12 @@ class LexicalSearcher:
             ranking = self.rank(
                 parsed, want=want, page_end=offset + limit, allow=allow, explain=explain
             )
+            # The confidence weighs a hit against the first of the ranking before any
+            # recency decay (it measures the match, not its age).
+            best = ranking.hits[0].score if ranking.hits else 0.0
             if self.timing is not None and self.timing.reorders:
                 ranking = self.timing.rerank(self, parsed, ranking, offset + limit, allow, explain)
             page = ranking.hits[offset : offset + limit]
-            # The confidence weighs a hit against the best match, the recency decay undone
-            # (it measures the match, not its age).
-            best = max((h.score / h.recency for h in ranking.hits), default=0.0)
             items = self.hydrate(parsed, page, content=content, explain=explain, best=best)
         top = items[0] if items else None
         return build(
@@ -408,8 +408,8 @@ class LexicalSearcher:
     ) -> list[SearchItem]:
         """Full result items for ``page``; sections retired since the index snapshot are
         dropped. A hit without a ``confidence`` of its own gets the lexical one, which
-        weighs its score, without the recency decay, against ``best``, the ranking's best
-        score so measured (the best hit is the one that reaches it)."""
+        weighs its score, without the recency decay, against ``best``, the score of the
+        ranking's first hit before decay (a hit that reaches it counts as the best)."""
         kbids = [h.kbid for h in page]
         with self.source.read() as conn:
             rows = self.source.rows(conn, kbids)
