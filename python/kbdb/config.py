@@ -26,6 +26,9 @@ from typing import Any, ClassVar, Literal
 from kbdb.errors import ConfigInvalidError
 
 Provider = Literal["none", "onnx", "api"]
+POOLINGS = ("mean", "cls", "max", "lasttoken")  # kbdb.embedding.sbert runs these
+DEVICES = ("cpu", "cuda", "coreml", "directml", "auto")
+MAX_MODEL_TOKENS = 8192
 Fusion = Literal["rrf", "linear", "adaptive"]
 Mode = Literal["lexical", "vector", "hybrid"]
 Kind = Literal["int", "float", "bool", "str", "path"]
@@ -226,6 +229,11 @@ _ALL_KEYS = (
     ConfigKey("embedding", "batch_size", MAX_BATCH_SIZE, _range(1, MAX_BATCH_SIZE)),
     ConfigKey("embedding", "daemon", True),
     ConfigKey("embedding", "daemon_idle", 600, _range(1, 86400)),
+    ConfigKey("embedding", "pooling", "auto", _one_of("auto", *POOLINGS)),
+    ConfigKey("embedding", "max_tokens", 0, _range(0, MAX_MODEL_TOKENS)),
+    ConfigKey("embedding", "query_prompt", ""),
+    ConfigKey("embedding", "document_prompt", ""),
+    ConfigKey("embedding", "device", "cpu", _one_of(*DEVICES)),
     ConfigKey("search", "k1", DEFAULT_K1, _range(0, lo_open=True)),
     ConfigKey("search", "b_heading", DEFAULT_B_HEADING, _UNIT),
     ConfigKey("search", "b_body", DEFAULT_B_BODY, _UNIT),
@@ -268,6 +276,17 @@ _DOCS = {
     "embedding.batch_size": "texts per embedding call",
     "embedding.daemon": 'provider "onnx": the kbdb command embeds queries in a warm daemon',
     "embedding.daemon_idle": "seconds without a query after which the embedding daemon exits",
+    "embedding.pooling": (
+        'provider "onnx": "auto" (what the model folder says), "mean", "cls", "max" or "lasttoken"'
+    ),
+    "embedding.max_tokens": 'provider "onnx": tokens per text, 0 = what the model folder says',
+    "embedding.query_prompt": 'provider "onnx": text put before queries, "" = the model\'s own',
+    "embedding.document_prompt": (
+        'provider "onnx": text put before sections, "" = the model\'s own'
+    ),
+    "embedding.device": (
+        'provider "onnx": "cpu", "cuda", "coreml", "directml", or "auto" (the best available)'
+    ),
     "search.k1": "BM25F term-frequency saturation",
     "search.b_heading": "BM25F length normalization of headings (0 = none, 1 = full)",
     "search.b_body": "BM25F length normalization of body text (0 = none, 1 = full)",
@@ -355,6 +374,11 @@ class EmbeddingConfig(_Validated):
     batch_size: int = MAX_BATCH_SIZE
     daemon: bool = True
     daemon_idle: int = 600
+    pooling: str = "auto"
+    max_tokens: int = 0
+    query_prompt: str = ""
+    document_prompt: str = ""
+    device: str = "cpu"
 
     def _check_together(self) -> None:
         if self.provider == "api" and not self.api_url:

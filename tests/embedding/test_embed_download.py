@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.embedding.conftest import Loopback, closed_port_url, send
-from tests.model_fetch import FP32_BOUND, golden_bound
+from tests.model_fetch import FetchError, upstream_model
 
 from kbdb.config import EmbeddingConfig
 from kbdb.embedding import (
@@ -24,6 +23,7 @@ from kbdb.embedding import (
     model_cache_dir,
     resolve_model,
 )
+from kbdb.embedding.sbert import DEFAULT_SETTINGS
 from kbdb.errors import ModelNotAvailableError
 
 Start = Callable[[Callable[[BaseHTTPRequestHandler], None]], Loopback]
@@ -39,7 +39,8 @@ def sha(data: bytes) -> str:
 def spec(model_sha: str = sha(MODEL_BYTES)) -> ModelSpec:
     return ModelSpec(
         name="tiny",
-        base_url="http://127.0.0.1:9/unused",
+        repository="test/tiny",
+        revision="0" * 40,
         files=(
             RemoteFile("model.onnx", "onnx/model.onnx", model_sha, len(MODEL_BYTES)),
             RemoteFile(
@@ -47,6 +48,7 @@ def spec(model_sha: str = sha(MODEL_BYTES)) -> ModelSpec:
             ),
         ),
         dimensions=4,
+        settings=DEFAULT_SETTINGS,
     )
 
 
@@ -66,6 +68,11 @@ SERVED = {"/m/onnx/model.onnx": MODEL_BYTES, "/m/tokenizer.json": TOKENIZER_BYTE
 
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def temporaries(folder: Path) -> list[str]:
+    """Half-written files: downloads in flight (``.part``) and builds (``.tmp-``)."""
+    return [n for n in leftovers(folder) if n.endswith(".part") or n.startswith(".tmp-")]
 
 
 def test_download_lands_verified_bytes_and_reports_progress(
@@ -128,50 +135,83 @@ def test_http_errors_and_offline_are_model_not_available(loopback: Start, tmp_pa
     assert leftovers(tmp_path / "a") == [] and leftovers(tmp_path / "b") == []
 
 
+UPSTREAM_SERVED = ("model.safetensors", "tokenizer.json", "config.json")
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    """sentence-transformers/all-MiniLM-L6-v2 as upstream publishes it (real bytes)."""
+    try:
+        return upstream_model()
+    except FetchError as e:
+        pytest.fail(f"the download tests need upstream's model files: {e}", pytrace=False)
+
+
 def serve_model_repo(
-    loopback: Start, model_dir: Path, monkeypatch: pytest.MonkeyPatch, *, pin_served: bool
+    loopback: Start, upstream: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Loopback, dict[str, str]]:
-    """Serve the test model's files in the upstream repository's layout and point
-    ``KBDB_MODEL_URL`` at them; returns the server and the files' SHA-256 sums.
-    ``pin_served``: make the default model's pins those of the served files (the pip
-    fallback serves the int8 file, which the fp32 pins rightly reject)."""
-    served = {
-        "/repo/onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
-        "/repo/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
-    }
+    """Serve upstream's own files in the repository's layout and point ``KBDB_MODEL_URL``
+    at them; returns the server and the files' SHA-256 sums."""
+    served = {f"/repo/{name}": (upstream / name).read_bytes() for name in UPSTREAM_SERVED}
     server = loopback(file_server(served))
     monkeypatch.setenv("KBDB_MODEL_URL", server.url + "/repo")
-    sums = dict(line.split()[::-1] for line in (model_dir / "SHA256SUMS").read_text().splitlines())
-    if pin_served:
-        spec = KNOWN_MODELS["all-MiniLM-L6-v2"]
-        files = tuple(dataclasses.replace(f, sha256=sums[f.name], size=None) for f in spec.files)
-        monkeypatch.setitem(
-            KNOWN_MODELS, "all-MiniLM-L6-v2", dataclasses.replace(spec, files=files)
-        )
-    return server, sums
+    return server, {name: sha(served[f"/repo/{name}"]) for name in UPSTREAM_SERVED}
 
 
-def test_first_use_downloads_the_pinned_default_model(
-    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+def test_first_use_downloads_upstream_weights_builds_and_verifies_the_graph(
+    loopback: Start,
+    tmp_path: Path,
+    upstream: Path,
+    model_dir: Path,
+    golden_min: float,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The loopback server plays the model's public repository (Hugging Face layout) with
-    # the real files: the download must deliver exactly the pinned bytes.
-    _, sums = serve_model_repo(
-        loopback, model_dir, monkeypatch, pin_served=golden_bound(model_dir) != FP32_BOUND
-    )
+    # The loopback server plays the model's public repository with upstream's own bytes:
+    # the download must deliver exactly the pinned bytes, and the graph kbdb builds from
+    # them must reproduce sentence-transformers' vectors.
+    _, sums = serve_model_repo(loopback, upstream, monkeypatch)
     cfg = EmbeddingConfig(provider="onnx")
     cache = tmp_path / "models"
     files = resolve_model(cfg, cache_dir=cache)
-    assert files.model == cache / "all-MiniLM-L6-v2" / "model.onnx"
+    folder = cache / "all-MiniLM-L6-v2"
+    assert files.model.parent == folder and files.model.name.startswith("model-")
+    assert files.settings == KNOWN_MODELS["all-MiniLM-L6-v2"].settings
     pinned = {f.name: f.sha256 for f in KNOWN_MODELS["all-MiniLM-L6-v2"].files}
-    for path in (files.model, files.tokenizer):
-        assert sha(path.read_bytes()) == pinned[path.name] == sums[path.name]
-    # The cache is used from now on, offline.
+    for name in UPSTREAM_SERVED:
+        assert sha((folder / name).read_bytes()) == pinned[name] == sums[name]
+    assert temporaries(folder) == []
+    # The cache is used from now on, offline, and the graph is not built again.
+    built = files.model.stat().st_mtime_ns
     monkeypatch.setenv("KBDB_MODEL_URL", closed_port_url())
     monkeypatch.setenv("KBDB_OFFLINE", "1")
     assert resolve_model(cfg, cache_dir=cache) == files
-    vec = OnnxEmbeddingProvider(files).embed(["downloaded"])
-    assert vec.shape == (1, 384) and abs(float(np.linalg.norm(vec)) - 1) < 1e-5
+    assert files.model.stat().st_mtime_ns == built
+    golden = np.load(model_dir / "reference_embeddings.npz")
+    vectors = OnnxEmbeddingProvider(files).embed(list(golden["sentences"]))
+    assert float((vectors * golden["embeddings"]).sum(axis=1).min()) >= max(golden_min, 0.9999)
+
+
+def test_a_build_that_misses_the_golden_vectors_is_rejected_and_not_kept(
+    loopback: Start, tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A graph that computes something else (here: a builder that drops the last layer)
+    # must fail the golden check, say so, and leave no built file behind.
+    from kbdb.embedding import bert_onnx
+
+    serve_model_repo(loopback, upstream, monkeypatch)
+    real = bert_onnx.build_graph
+
+    def one_layer_short(weights: dict, config: dict, folder: Path) -> object:
+        return real(
+            weights, {**config, "num_hidden_layers": config["num_hidden_layers"] - 1}, folder
+        )
+
+    monkeypatch.setattr(bert_onnx, "build_graph", one_layer_short)
+    cache = tmp_path / "models"
+    with pytest.raises(ModelNotAvailableError, match="golden vectors"):
+        resolve_model(EmbeddingConfig(provider="onnx"), cache_dir=cache)
+    assert list((cache / "all-MiniLM-L6-v2").glob("*.onnx")) == []
+    assert temporaries(cache / "all-MiniLM-L6-v2") == []
 
 
 def test_a_truncated_cached_file_is_fetched_again(loopback: Start, tmp_path: Path) -> None:
@@ -217,41 +257,41 @@ def test_user_cache_location_and_offline_errors(
         resolve_model(EmbeddingConfig(provider="onnx"))
     assert str(cached) in str(err.value) and "model_path" in str(err.value)
     monkeypatch.delenv("KBDB_OFFLINE")
-    with pytest.raises(
-        ModelNotAvailableError, match="only all-MiniLM-L6-v2 can be downloaded"
-    ) as err:
+    with pytest.raises(ModelNotAvailableError, match="only the catalog's models") as err:
         resolve_model(EmbeddingConfig(provider="onnx", model="some-other-model"))
-    assert "model.onnx and tokenizer.json" in str(err.value) and "model_path" in str(err.value)
+    assert "all-MiniLM-L6-v2" in str(err.value) and "model_path" in str(err.value)
     monkeypatch.setenv("KBDB_MODEL_URL", closed_port_url())
     with pytest.raises(
-        ModelNotAvailableError, match="could not download model.onnx, tokenizer.json"
+        ModelNotAvailableError, match="could not download model.safetensors, tokenizer.json"
     ):
         resolve_model(EmbeddingConfig(provider="onnx"))
     assert leftovers(cached) == []
 
 
 def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
-    loopback: Start, tmp_path: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    loopback: Start, tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What the CLI does before a learn, search or rebuild that will embed: download under
     # its own progress bar, not in the middle of the learn bar.
     import kbdb
     from kbdb.evaluation.run import override_config as override
 
-    server, _ = serve_model_repo(loopback, model_dir, monkeypatch, pin_served=True)
+    server, _ = serve_model_repo(loopback, upstream, monkeypatch)
     kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
     kb = kbdb.KnowledgeBase.open(
         tmp_path / "kb", config=override(kb.config, {"embedding.provider": "onnx"})
     )
     seen: list[tuple[str, int, int | None]] = []
     kb.load_embedding_model(progress=lambda name, done, total: seen.append((name, done, total)))
-    assert {name for name, _, _ in seen} == {"model.onnx", "tokenizer.json"}
-    sizes = {name: (model_dir / name).stat().st_size for name in ("model.onnx", "tokenizer.json")}
-    for name, size in sizes.items():
+    assert {name for name, _, _ in seen} == set(UPSTREAM_SERVED)
+    for name in UPSTREAM_SERVED:
         last = [done for n, done, _ in seen if n == name][-1]
-        assert last == size
-    # Loaded: learning now embeds without another download.
+        assert last == (upstream / name).stat().st_size
+    # Loaded: learning now embeds without another download, and hybrid search works.
     report = kb.learn("The model was downloaded up front.", title="up front")
     assert not report.sections[0].vector_embedding_failed
-    assert len(server.requests) == 2
+    assert len(server.requests) == len(UPSTREAM_SERVED)
+    hits = kb.search("fetched ahead of time", mode="hybrid")
+    assert hits.retrieval_method == "hybrid"
+    assert [h.kbid for h in hits.items][:1] == [report.sections[0].kbid]
     kb.close()

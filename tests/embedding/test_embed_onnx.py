@@ -81,9 +81,11 @@ def test_model_calls_hold_at_most_batch_tokens_padded_tokens(
     calls: list[tuple[int, int]] = []
     run = OnnxEmbeddingProvider._run
 
-    def spy(self: OnnxEmbeddingProvider, loaded: object, ids: list[list[int]]) -> np.ndarray:
+    def spy(
+        self: OnnxEmbeddingProvider, loaded: object, ids: list[list[int]], pooling: str
+    ) -> np.ndarray:
         calls.append((len(ids), max(len(row) for row in ids)))
-        return run(self, loaded, ids)  # type: ignore[arg-type]
+        return run(self, loaded, ids, pooling)  # type: ignore[arg-type]
 
     monkeypatch.setattr(OnnxEmbeddingProvider, "_run", spy)
     budgeted = OnnxEmbeddingProvider(model_files, batch_size=5, batch_tokens=300).embed(texts)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, local
+from kbdb.embedding import artifacts
 from kbdb.embedding import quantize as q
 
 # Measured on the 50 golden sentences (all-MiniLM-L6-v2, onnxruntime 1.32): min 0.970,
@@ -59,9 +60,9 @@ def test_build_writes_the_model_and_a_manifest_and_no_temporary_file(
 ) -> None:
     cache, target = built
     assert target.parent == cache and target.name.startswith("model_int8-")
-    manifest = json.loads(q.manifest_path(target).read_text(encoding="utf-8"))
-    assert manifest["source_sha256"] == q.file_sha256(model_files.model)
-    assert manifest["sha256"] == q.file_sha256(target)
+    manifest = json.loads(artifacts.manifest_path(target).read_text(encoding="utf-8"))
+    assert manifest["source_sha256"] == artifacts.file_sha256(model_files.model)
+    assert manifest["sha256"] == artifacts.file_sha256(target)
     assert manifest["size"] == target.stat().st_size
     # MatMul weights int8 (42 MB -> 11 MB); the 47 MB word-embedding table stays fp32
     assert target.stat().st_size < model_files.model.stat().st_size * 0.7
@@ -84,28 +85,28 @@ def test_int8_vectors_stay_close_to_fp32(
 
 def test_a_second_load_reuses_the_cache(built: tuple[Path, Path], model_files: ModelFiles) -> None:
     cache, target = built
-    before = (target.stat().st_ino, target.stat().st_mtime_ns, q.file_sha256(target))
+    before = (target.stat().st_ino, target.stat().st_mtime_ns, artifacts.file_sha256(target))
     local.clear_session_cache()
     again = q.int8_model(ModelFiles(model_files.model, model_files.tokenizer), cache_dir=cache)
     assert again == target
-    assert (target.stat().st_ino, target.stat().st_mtime_ns, q.file_sha256(target)) == before
+    assert (target.stat().st_ino, target.stat().st_mtime_ns, artifacts.file_sha256(target)) == before
 
 
 def test_the_key_is_the_content_of_the_fp32_model(tmp_path: Path, model_files: ModelFiles) -> None:
     a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
     a.write_bytes(b"one model")
     b.write_bytes(b"another model")
-    da, db = q.source_sha256(a, tmp_path / "c"), q.source_sha256(b, tmp_path / "c")
+    da, db = artifacts.source_sha256(a, tmp_path / "c"), artifacts.source_sha256(b, tmp_path / "c")
     assert q.cache_path(da, tmp_path) != q.cache_path(db, tmp_path)
     # A copy (same bytes, other path) maps to the same build.
     copy = tmp_path / "copy.onnx"
     shutil.copyfile(a, copy)
-    assert q.source_sha256(copy, tmp_path / "c") == da
+    assert artifacts.source_sha256(copy, tmp_path / "c") == da
     # Rewritten in place with other bytes: the memo is keyed by mtime and size, so it is
     # not trusted; the new digest (a new build) follows.
     a.write_bytes(b"one model, retrained")
     os.utime(a, ns=(1, 1))
-    assert q.source_sha256(a, tmp_path / "c") == q.file_sha256(a) != da
+    assert artifacts.source_sha256(a, tmp_path / "c") == artifacts.file_sha256(a) != da
 
 
 def _damage(target: Path, how: str) -> None:
@@ -119,7 +120,7 @@ def _damage(target: Path, how: str) -> None:
             f.seek(-1, os.SEEK_CUR)
             f.write(bytes([byte[0] ^ 0xFF]))
     else:
-        q.manifest_path(target).write_text("{not json", encoding="utf-8")
+        artifacts.manifest_path(target).write_text("{not json", encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,7 @@ def test_a_damaged_cache_file_is_detected(
     shutil.copytree(built[0], cache)
     target = cache / built[1].name
     _damage(target, how)
-    assert problem in (q.cache_problem(target, q.file_sha256(model_files.model)) or "")
+    assert problem in (q.cache_problem(target, artifacts.file_sha256(model_files.model)) or "")
 
 
 def test_a_corrupt_cache_file_is_rebuilt(
@@ -144,13 +145,13 @@ def test_a_corrupt_cache_file_is_rebuilt(
     cache = tmp_path / "cache"
     shutil.copytree(built[0], cache)
     target = cache / built[1].name
-    good = q.file_sha256(target)
+    good = artifacts.file_sha256(target)
     _damage(target, "flip")
-    assert q.file_sha256(target) != good
+    assert artifacts.file_sha256(target) != good
     with caplog.at_level("WARNING", logger="kbdb"):
         again = q.int8_model(_folder(tmp_path / "model", model_files), cache_dir=cache)
     assert again == target
-    assert q.file_sha256(target) == good  # rebuilt (the build is deterministic)
+    assert artifacts.file_sha256(target) == good  # rebuilt (the build is deterministic)
     assert any("sha256 differs" in r.getMessage() for r in caplog.records)
 
 
@@ -199,7 +200,7 @@ def test_two_processes_racing_build_once(model_files: ModelFiles, tmp_path: Path
     builds = sorted(int(out.split()[1]) for out, _ in outs)
     assert len(paths) == 1 and builds == [0, 1]
     target = Path(paths.pop())
-    assert q.cache_problem(target, q.file_sha256(model_files.model)) is None
+    assert q.cache_problem(target, artifacts.file_sha256(model_files.model)) is None
     assert not list(cache.glob(".tmp-*"))
 
 

@@ -35,13 +35,15 @@ from kbdb.embedding.base import (
     finish_vectors,
 )
 from kbdb.embedding.model import ModelFiles, resolve_model
-from kbdb.errors import EmbeddingFailedError
+from kbdb.embedding.sbert import DEFAULT_MAX_TOKENS, ModelSettings, pool
+from kbdb.errors import EmbeddingFailedError, ModelNotAvailableError
 
 if TYPE_CHECKING:
     from kbdb.config import EmbeddingConfig
     from kbdb.embedding.base import ProgressCallback, Vectors
 
-MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+MAX_TOKENS = DEFAULT_MAX_TOKENS  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+GOLDEN_COSINE = 0.9999  # a built graph must reproduce the reference vectors this closely
 DEFAULT_MAX_THREADS = 8  # beyond this a 6-layer MiniLM gains little per extra core
 SORT_WINDOW = 16 * MAX_BATCH  # texts tokenized and length-sorted together
 BATCH_TOKENS = 512  # padded tokens per model call (rows x longest), at least one text
@@ -56,7 +58,14 @@ class _Loaded:
     input_names: frozenset[str]
 
 
-_CACHE: dict[tuple[str, str, int], _Loaded] = {}
+_CACHE: dict[tuple[str, str, int, int, str], _Loaded] = {}
+# embedding.device: the ONNX Runtime execution provider each one asks for.
+DEVICE_PROVIDERS = {
+    "cuda": "CUDAExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "directml": "DmlExecutionProvider",
+}
+CPU_PROVIDER = "CPUExecutionProvider"
 _CACHE_LOCK = threading.Lock()
 
 
@@ -79,8 +88,28 @@ def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Any:
     return tok
 
 
-def new_session(model: Path, threads: int) -> Any:
-    """A fresh CPU ``InferenceSession`` with ``threads`` intra-op threads, silent on stderr."""
+def execution_providers(device: str, available: Sequence[str]) -> tuple[list[str], str | None]:
+    """The providers a session on ``device`` asks ONNX Runtime for, best first, and a
+    notice when the runtime here lacks the device (then the CPU alone)."""
+    if device == "cpu":
+        return [CPU_PROVIDER], None
+    wanted = list(DEVICE_PROVIDERS.values()) if device == "auto" else [DEVICE_PROVIDERS[device]]
+    usable = [p for p in wanted if p in available]
+    if usable:
+        return [usable[0], CPU_PROVIDER], None
+    if device == "auto":
+        return [CPU_PROVIDER], None  # auto promises the best there is, and the CPU is it
+    notice = (
+        f"embedding.device = {device}: this ONNX Runtime has no {wanted[0]} (it has "
+        f"{', '.join(available)}); embedding on the CPU. Install the runtime build for the "
+        f"device (e.g. onnxruntime-gpu for cuda), or set embedding.device = cpu"
+    )
+    return [CPU_PROVIDER], notice
+
+
+def new_session(model: Path, threads: int, device: str = "cpu") -> Any:
+    """A fresh ``InferenceSession`` with ``threads`` intra-op threads, silent on stderr, on
+    ``device`` when this runtime has it (else on the CPU, after a warning)."""
     import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
 
     opts = ort.SessionOptions()
@@ -88,21 +117,53 @@ def new_session(model: Path, threads: int) -> Any:
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3  # errors only: nothing prints (STYLE.md)
-    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+    providers, notice = execution_providers(device, ort.get_available_providers())
+    if notice is not None:
+        log.warning("%s", notice)
+    return ort.InferenceSession(str(model), opts, providers=providers)
 
 
-def _load(model: Path, tokenizer: Path, threads: int) -> _Loaded:
-    """The shared session for (model, tokenizer, threads), created on first use."""
-    key = (str(model.resolve()), str(tokenizer.resolve()), threads)
+def _load(files: ModelFiles, threads: int, device: str) -> _Loaded:
+    """The shared session for (model, tokenizer, threads, max tokens, device), created on
+    first use and checked against its tokenizer (:func:`_probe`)."""
+    model, tokenizer = files.model, files.tokenizer
+    max_tokens = files.settings.max_tokens
+    key = (str(model.resolve()), str(tokenizer.resolve()), threads, max_tokens, device)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is None:
-            session = new_session(model, threads)
+            session = new_session(model, threads, device)
             names = frozenset(i.name for i in session.get_inputs())
-            hit = _Loaded(session, load_tokenizer(tokenizer), names)
+            hit = _Loaded(session, load_tokenizer(tokenizer, max_tokens), names)
+            _probe(hit, files)
             _CACHE[key] = hit
-            log.debug("onnx session for %s with %d threads", model, threads)
+            log.debug("onnx session for %s with %d threads on %s", model, threads, device)
         return hit
+
+
+def _probe(loaded: _Loaded, files: ModelFiles) -> None:
+    """Run the tokenizer's highest token id through the model once: a tokenizer made for
+    another model (a larger vocabulary) fails here, at load, with the files named, rather
+    than on some text in the middle of a learn.
+
+    Raises:
+        ModelNotAvailableError: the model rejects the tokenizer's ids.
+    """
+    import numpy as np
+
+    top = loaded.tokenizer.get_vocab_size(with_added_tokens=True) - 1
+    ids = np.array([[0, top]], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    if "token_type_ids" in loaded.input_names:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    try:
+        loaded.session.run(None, feeds)
+    except Exception as exc:  # onnxruntime's own error types
+        raise ModelNotAvailableError(
+            f"{files.tokenizer} does not match {files.model}: its token id {top} is outside "
+            f"the model's vocabulary ({str(exc).splitlines()[0][:200]})",
+            hint="use the tokenizer.json published with the model",
+        ) from None
 
 
 def encode_batch(tok: Any, texts: Sequence[str]) -> list[list[int]]:
@@ -133,13 +194,38 @@ def call_sizes(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> It
         start += size
 
 
-def mean_pool(hidden: Any, mask: Any) -> Any:
-    """Mean of ``hidden [b, s, d]`` over the positions where ``mask [b, s]`` is 1."""
+def check_golden(files: ModelFiles, golden: str) -> None:
+    """Embed the sentences of ``kbdb/embedding/golden/<golden>`` with ``files`` and compare
+    them with their sentence-transformers vectors: every cosine must be at least
+    :data:`GOLDEN_COSINE`.
+
+    Raises:
+        ModelNotAvailableError: a vector is further off, or the model cannot run.
+    """
+    import json
+
     import numpy as np
 
-    weights = mask.astype(np.float32)[:, :, None]
-    summed = (hidden * weights).sum(axis=1)
-    return summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))
+    data = json.loads((Path(__file__).with_name("golden") / golden).read_text(encoding="utf-8"))
+    provider = OnnxEmbeddingProvider(files, threads=1)
+    try:
+        got = provider.embed_raw(data["sentences"])
+    except (EmbeddingFailedError, ModelNotAvailableError) as exc:
+        raise ModelNotAvailableError(
+            f"{files.model}: cannot embed its golden sentences: {exc}"
+        ) from None
+    finally:
+        clear_session_cache(files.model)
+    want = np.asarray(data["vectors"], dtype=np.float32)
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    worst = float((got * want).sum(axis=1).min())
+    if worst < GOLDEN_COSINE:
+        raise ModelNotAvailableError(
+            f"{files.model}: its vectors differ from the model's golden vectors (cosine "
+            f"{worst:.6f} < {GOLDEN_COSINE}); the build is not used",
+            hint="report this with your onnx and onnxruntime versions; meanwhile set "
+            "embedding.model_path to a folder with model.onnx",
+        )
 
 
 class OnnxEmbeddingProvider:
@@ -159,6 +245,11 @@ class OnnxEmbeddingProvider:
         quantized: use an int8 model (see :mod:`kbdb.embedding.quantize`).
         quantized_dir: where a locally built int8 model is cached (default: the model's
             user-cache folder, ``<user data dir>/kbdb/models/<model_name>``).
+        device: ``cpu``, ``cuda``, ``coreml``, ``directml`` or ``auto``
+            (:func:`execution_providers`).
+        identity: gives the name stored with the vectors, the model's name and its
+            fingerprint (:func:`kbdb.embedding.model.model_identity`); ``model_name``
+            when None.
     """
 
     def __init__(
@@ -172,6 +263,8 @@ class OnnxEmbeddingProvider:
         batch_tokens: int = BATCH_TOKENS,
         quantized: bool = False,
         quantized_dir: Path | None = None,
+        device: str = "cpu",
+        identity: Callable[[], str] | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"batch_size must be from 1 to {MAX_BATCH} (got {batch_size})")
@@ -185,6 +278,8 @@ class OnnxEmbeddingProvider:
         self._batch_tokens = batch_tokens
         self._quantized = quantized
         self._quantized_dir = quantized_dir
+        self._device = device
+        self._identity: str | Callable[[], str] | None = identity
         self._loaded: _Loaded | None = None
         self._in_use: ModelFiles | None = None  # the model actually loaded (int8 if quantized)
         self._lock = threading.Lock()
@@ -199,11 +294,12 @@ class OnnxEmbeddingProvider:
         progress: ProgressCallback | None = None,
     ) -> OnnxEmbeddingProvider:
         """The provider ``[embedding]`` describes; the model is resolved on first use."""
-        from kbdb.embedding.model import model_cache_dir
+        from kbdb.embedding.model import model_cache_dir, model_identity
 
         resolve = functools.partial(
             resolve_model, cfg, cache_dir=cache_dir, kbdir=kbdir, progress=progress
         )
+        identity = functools.partial(model_identity, cfg, cache_dir=cache_dir, kbdir=kbdir)
         return cls(
             resolve,
             model_name=cfg.model,
@@ -213,6 +309,8 @@ class OnnxEmbeddingProvider:
             quantized=cfg.quantized,
             # None: the default user cache, found on first use (platformdirs stays unloaded).
             quantized_dir=model_cache_dir(cfg.model, cache_dir) if cache_dir else None,
+            device=cfg.device,
+            identity=identity,
         )
 
     def dimensions(self) -> int:
@@ -220,8 +318,13 @@ class OnnxEmbeddingProvider:
         return self._dimensions
 
     def model_name(self) -> str:
-        """The configured model name, with ``+int8`` when quantized (its vectors differ)."""
-        return f"{self._name}+int8" if self._quantized else self._name
+        """The name stored with the vectors: the model's identity (its name, and a
+        fingerprint when its files or settings are not the catalog's), with ``+int8``
+        when quantized (its vectors differ)."""
+        if callable(self._identity):
+            self._identity = self._identity()  # hashes local files at most once
+        name = self._identity if isinstance(self._identity, str) else self._name
+        return f"{name}+int8" if self._quantized else name
 
     @property
     def threads(self) -> int:
@@ -237,6 +340,11 @@ class OnnxEmbeddingProvider:
     def batch_tokens(self) -> int:
         """Padded tokens per model call."""
         return self._batch_tokens
+
+    @property
+    def device(self) -> str:
+        """The ``embedding.device`` the session asks for."""
+        return self._device
 
     @property
     def quantized(self) -> bool:
@@ -284,9 +392,12 @@ class OnnxEmbeddingProvider:
 
                     cache = self._quantized_dir or model_cache_dir(self._name)
                     model = int8_model(files, cache_dir=cache)
+                in_use = ModelFiles(model=model, tokenizer=files.tokenizer, settings=files.settings)
                 try:
-                    self._loaded = _load(model, files.tokenizer, self._threads)
-                    self._in_use = ModelFiles(model=model, tokenizer=files.tokenizer)
+                    self._loaded = _load(in_use, self._threads, self._device)
+                    self._in_use = in_use
+                except ModelNotAvailableError:
+                    raise
                 except Exception as exc:  # onnxruntime raises its own untyped errors
                     raise EmbeddingFailedError(
                         f"onnx embedding provider: cannot load {model}: {exc}"
@@ -294,22 +405,41 @@ class OnnxEmbeddingProvider:
             assert self._in_use is not None
             return self._in_use
 
+    def settings(self) -> ModelSettings:
+        """The model's pooling, length and prompts (resolving the model on first use)."""
+        return self.files().settings
+
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed ``texts``: ``[len(texts), dimensions()]`` float32 unit vectors, input order.
+        """Embed sections' ``texts``, each after the model's document prompt:
+        ``[len(texts), dimensions()]`` float32 unit vectors, in input order.
 
         Raises:
             ModelNotAvailableError: on first use, the model could not be found or fetched.
             EmbeddingFailedError: inference failed or gave vectors of the wrong length.
         """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one str")
+        prompt = self.settings().document_prompt if len(texts) else ""
+        return self.embed_raw([prompt + t for t in texts] if prompt else texts)
+
+    def embed_query(self, text: str) -> Any:
+        """One query's vector, after the model's query prompt."""
+        return self.embed_raw([self.settings().query_prompt + text])[0]
+
+    def embed_raw(self, texts: Sequence[str]) -> Vectors:
+        """Embed ``texts`` as they are, with no prompt (what the embedding daemon serves:
+        its clients put the prompts on)."""
         import numpy as np
 
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one str")
         if len(texts) == 0:
             return empty_vectors(self._dimensions)
-        self._load_session()
+        files = self._load_session()
         loaded = self._loaded
         assert loaded is not None
+        if files.settings.lowercase:
+            texts = [t.lower() for t in texts]
         out = np.empty((len(texts), self._dimensions), dtype=np.float32)
         # Tokenize and sort a window at a time, so a million texts never sit in memory as
         # token lists at once; within a window, sorting still removes most padding.
@@ -319,7 +449,8 @@ class OnnxEmbeddingProvider:
             # sit together so each batch pads little (sentence-transformers sorts likewise).
             order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
             for rows in self._batches(order, ids):
-                out[[base + i for i in rows]] = self._run(loaded, [ids[i] for i in rows])
+                batch = [ids[i] for i in rows]
+                out[[base + i for i in rows]] = self._run(loaded, batch, files.settings.pooling)
         return out
 
     def _batches(self, order: list[int], ids: list[list[int]]) -> Iterator[list[int]]:
@@ -330,7 +461,7 @@ class OnnxEmbeddingProvider:
             yield order[start : start + size]
             start += size
 
-    def _run(self, loaded: _Loaded, ids: list[list[int]]) -> Vectors:
+    def _run(self, loaded: _Loaded, ids: list[list[int]], pooling: str) -> Vectors:
         """One model call on one padded batch; pooled and normalized vectors."""
         import numpy as np
 
@@ -350,7 +481,7 @@ class OnnxEmbeddingProvider:
                 f"{tuple(hidden.shape)}, expected [batch, sequence, {self._dimensions}]"
             )
         return finish_vectors(
-            mean_pool(hidden, mask),
+            pool(hidden, mask, pooling),
             provider="onnx",
             model=self._name,
             dimensions=self._dimensions,
@@ -363,7 +494,12 @@ class OnnxEmbeddingProvider:
         )
 
 
-def clear_session_cache() -> None:
-    """Forget the shared sessions (tests and benchmarks; sessions in use stay valid)."""
+def clear_session_cache(model: Path | None = None) -> None:
+    """Forget the shared sessions, or those of ``model`` (tests, benchmarks, and a
+    golden check's temporary build; sessions in use stay valid)."""
     with _CACHE_LOCK:
-        _CACHE.clear()
+        if model is None:
+            _CACHE.clear()
+            return
+        for key in [k for k in _CACHE if k[0] == str(model.resolve())]:
+            del _CACHE[key]

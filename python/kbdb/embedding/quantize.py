@@ -29,9 +29,7 @@ MatMul-only 0.970 / 0.992, at the same speed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import json
 import logging
 import os
 import tempfile
@@ -40,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kbdb.embedding import artifacts
 from kbdb.embedding.files import MODEL_PATH_HINT, ModelFiles
 from kbdb.errors import ModelNotAvailableError
 
@@ -51,7 +50,6 @@ INSTALL_HINT = (
     "pip install 'kbdb[quantize]' (the onnx package), or set [embedding] quantized = false, "
     "or put model_quantized.onnx next to model.onnx"
 )
-MANIFEST_FORMAT = 1
 _BUILD_LOCK = threading.Lock()  # threads of one process; the flock covers processes
 _TMP_PREFIX = ".tmp-model_int8."  # never matches the lock file
 
@@ -65,69 +63,15 @@ def shipped_int8(files: ModelFiles) -> Path | None:
     return None
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def source_sha256(model: Path, cache_dir: Path) -> str:
-    """The fp32 file's sha256, remembered in ``cache_dir`` per (path, size, mtime)."""
-    st = model.stat()
-    stamp = f"{model.resolve()}:{st.st_size}:{st.st_mtime_ns}"
-    memo = cache_dir / f".src-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.sha256"
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        known = memo.read_text(encoding="utf-8").strip()
-        if len(known) == 64 and all(c in "0123456789abcdef" for c in known):
-            return known
-    digest = file_sha256(model)
-    with contextlib.suppress(OSError):  # a read-only cache only costs the rehash next time
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(memo, digest + "\n")
-    return digest
-
-
 def cache_path(source_digest: str, cache_dir: Path) -> Path:
     """Where the int8 build of the fp32 file with ``source_digest`` is cached."""
     key = hashlib.sha256(f"{source_digest}:{RECIPE}".encode()).hexdigest()[:16]
     return cache_dir / f"model_int8-{key}.onnx"
 
 
-def manifest_path(target: Path) -> Path:
-    return target.with_suffix(".json")
-
-
 def cache_problem(target: Path, source_digest: str) -> str | None:
     """Why the cached ``target`` cannot be used (``None``: it is intact and current)."""
-    if not target.is_file():
-        return "missing"
-    try:
-        manifest: Any = json.loads(manifest_path(target).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "its manifest is missing or unreadable"
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        return "its manifest has an unknown format"
-    if manifest.get("source_sha256") != source_digest or manifest.get("recipe") != RECIPE:
-        return "it was built from another model or recipe"
-    if target.stat().st_size != manifest.get("size"):
-        return f"its size is {target.stat().st_size}, the manifest says {manifest.get('size')}"
-    if file_sha256(target) != manifest.get("sha256"):
-        return "its sha256 differs from the manifest"
-    return None
+    return artifacts.cache_problem(target, {"source_sha256": source_digest, "recipe": RECIPE})
 
 
 @contextlib.contextmanager
@@ -144,17 +88,6 @@ def _quiet_root_logger() -> Iterator[None]:
     finally:
         root.removeFilter(drop)
         root.removeHandler(sink)
-
-
-@contextlib.contextmanager
-def _process_lock(folder: Path) -> Iterator[None]:
-    """Exclusive ``flock`` on ``folder/.model_int8.lock`` (released if the holder dies)."""
-    fd = os.open(folder / ".model_int8.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a build takes seconds: waiting is right
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def _quantizer() -> Any:
@@ -191,7 +124,7 @@ def int8_model(files: ModelFiles, *, cache_dir: Path) -> Path:
     if shipped is not None:
         return shipped
     with _BUILD_LOCK:
-        digest = source_sha256(files.model, cache_dir)
+        digest = artifacts.source_sha256(files.model, cache_dir)
         target = cache_path(digest, cache_dir)
         if cache_problem(target, digest) is None:
             return target
@@ -199,7 +132,7 @@ def int8_model(files: ModelFiles, *, cache_dir: Path) -> Path:
         with contextlib.ExitStack() as stack:
             try:
                 cache_dir.mkdir(parents=True, exist_ok=True)
-                stack.enter_context(_process_lock(cache_dir))
+                stack.enter_context(artifacts.process_lock(cache_dir, ".model_int8.lock"))
                 problem = cache_problem(target, digest)  # another process may have built it
                 if problem is None:
                     return target
@@ -218,10 +151,7 @@ def int8_model(files: ModelFiles, *, cache_dir: Path) -> Path:
 def _build(model: Path, target: Path, digest: str, quantize_dynamic: Any, quant_type: Any) -> None:
     """Quantize ``model`` into ``target`` and its manifest; the caller holds the locks."""
     folder = target.parent
-    # Left by a killed build (builds run under the lock, so nobody else owns one).
-    for stale in folder.glob(f"{_TMP_PREFIX}*.onnx"):
-        with contextlib.suppress(OSError):
-            stale.unlink()
+    artifacts.remove_stale(folder, f"{_TMP_PREFIX}*.onnx")
     fd, tmp_name = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".onnx", dir=folder)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -235,17 +165,8 @@ def _build(model: Path, target: Path, digest: str, quantize_dynamic: Any, quant_
                 per_channel=True,
                 op_types_to_quantize=["MatMul"],
             )
-        manifest = {
-            "format": MANIFEST_FORMAT,
-            "recipe": RECIPE,
-            "source": str(model),
-            "source_sha256": digest,
-            "sha256": file_sha256(tmp),
-            "size": tmp.stat().st_size,
-        }
-        manifest_path(target).unlink(missing_ok=True)  # never a new file with an old manifest
-        os.replace(tmp, target)
-        _atomic_write_text(manifest_path(target), json.dumps(manifest, indent=2) + "\n")
+        fields = {"recipe": RECIPE, "source": str(model), "source_sha256": digest}
+        artifacts.land(tmp, target, fields)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
