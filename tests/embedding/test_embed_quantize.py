@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, local
-from kbdb.embedding import artifacts
+from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, artifacts, local
 from kbdb.embedding import quantize as q
 
 # Measured on the 50 golden sentences (all-MiniLM-L6-v2, onnxruntime 1.32): min 0.970,
@@ -89,7 +88,11 @@ def test_a_second_load_reuses_the_cache(built: tuple[Path, Path], model_files: M
     local.clear_session_cache()
     again = q.int8_model(ModelFiles(model_files.model, model_files.tokenizer), cache_dir=cache)
     assert again == target
-    assert (target.stat().st_ino, target.stat().st_mtime_ns, artifacts.file_sha256(target)) == before
+    assert (
+        target.stat().st_ino,
+        target.stat().st_mtime_ns,
+        artifacts.file_sha256(target),
+    ) == before
 
 
 def test_the_key_is_the_content_of_the_fp32_model(tmp_path: Path, model_files: ModelFiles) -> None:

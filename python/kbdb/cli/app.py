@@ -64,6 +64,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "skill": ("knowledge", "skill", "Named, reusable procedures: learn, list, get."),
     "config": ("config", "config", "Show or set worker.toml values."),
+    "models": ("models", "models", "The embedding models kbdb knows, and which are on disk."),
     "mcp": ("mcp", "mcp", "Serve the knowledge base to agents over MCP (stdio or HTTP)."),
     "shard": ("shard", "shard", "Sharded collections: create, check, serve."),
     "eval": ("eval", "eval_", "Measure search quality on a BEIR dataset."),

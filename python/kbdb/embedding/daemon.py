@@ -175,6 +175,8 @@ class DaemonSpec:
     batch_tokens: int
     quantized: bool
     quantized_dir: str | None
+    settings: str  # JSON of the model's ModelSettings: pooling, length, lower-casing
+    device: str
     runtime: str  # JSON of _runtime_identity()
 
     @classmethod
@@ -192,6 +194,8 @@ class DaemonSpec:
             batch_tokens=provider.batch_tokens,
             quantized=provider.quantized,
             quantized_dir=None if quantized_dir is None else str(quantized_dir),
+            settings=json.dumps(files.settings.as_dict(), sort_keys=True),
+            device=provider.device,
             runtime=json.dumps(_runtime_identity(), sort_keys=True),
         )
 
@@ -513,23 +517,8 @@ class DaemonEmbeddingProvider(OnnxEmbeddingProvider):
         cache_dir: Path | None = None,
         progress: ProgressCallback | None = None,
     ) -> DaemonEmbeddingProvider:
-        import functools
-
-        from kbdb.embedding.model import model_cache_dir, resolve_model
-
-        resolve = functools.partial(
-            resolve_model, cfg, cache_dir=cache_dir, kbdir=kbdir, progress=progress
-        )
-        return cls(
-            resolve,
-            idle_s=cfg.daemon_idle,
-            model_name=cfg.model,
-            dimensions=cfg.dimensions,
-            threads=cfg.threads,
-            batch_size=cfg.batch_size,
-            quantized=cfg.quantized,
-            quantized_dir=model_cache_dir(cfg.model, cache_dir) if cache_dir else None,
-        )
+        kwargs = cls.config_kwargs(cfg, kbdir=kbdir, cache_dir=cache_dir, progress=progress)
+        return cls(idle_s=cfg.daemon_idle, **kwargs)
 
     def load(self) -> ModelFiles:
         """Resolve the model files (downloading them on first use); the daemon, or the
@@ -547,9 +536,10 @@ class DaemonEmbeddingProvider(OnnxEmbeddingProvider):
             )
         return self._client
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """As :meth:`OnnxEmbeddingProvider.embed`, through the daemon for up to
-        :data:`DAEMON_MAX_TEXTS` texts."""
+    def embed_raw(self, texts: Sequence[str]) -> Vectors:
+        """As :meth:`OnnxEmbeddingProvider.embed_raw`, through the daemon for up to
+        :data:`DAEMON_MAX_TEXTS` texts (``embed`` and ``embed_query`` put the prompts on
+        here, in the client)."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one str")
         if len(texts) == 0:
@@ -563,11 +553,13 @@ class DaemonEmbeddingProvider(OnnxEmbeddingProvider):
             except (DaemonUnavailable, OSError) as e:  # OSError: a folder or file we cannot use
                 self._give_up(e)
         self.last_route = "in-process"
-        return super().embed(texts)
+        return super().embed_raw(texts)
 
     def embed_query(self, text: str) -> Any:
-        """One text's vector as a float32 buffer: a ``memoryview`` from the daemon (numpy
-        is not imported for it), else a row of the in-process ``embed``."""
+        """One query's vector (after the query prompt) as a float32 buffer: a
+        ``memoryview`` from the daemon (numpy is not imported for it), else a row of the
+        in-process ``embed_raw``."""
+        text = self.settings().query_prompt + text
         client = self._usable_client(1)
         if client is not None:
             try:
@@ -577,7 +569,7 @@ class DaemonEmbeddingProvider(OnnxEmbeddingProvider):
             except (DaemonUnavailable, OSError) as e:  # OSError: a folder or file we cannot use
                 self._give_up(e)
         self.last_route = "in-process"
-        return super().embed([text])[0]
+        return super().embed_raw([text])[0]
 
     def _usable_client(self, count: int) -> DaemonClient | None:
         if count > DAEMON_MAX_TEXTS or self._daemon_off:

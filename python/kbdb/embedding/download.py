@@ -72,9 +72,15 @@ def _stream_to(
             if progress is not None:
                 progress(f.name, 0, total)
             for chunk in response.iter_bytes(CHUNK_BYTES):
+                done += len(chunk)
+                if f.size is not None and done > f.size:
+                    # A pinned file has a known size: a larger body is not it, and must not
+                    # fill the disk on its way to a checksum mismatch.
+                    raise _TransferError(
+                        f"{url} sent more than the {f.size:,} bytes pinned for {f.name}"
+                    )
                 out.write(chunk)
                 digest.update(chunk)
-                done += len(chunk)
                 if progress is not None:
                     progress(f.name, done, total)
             if header and header.isdigit() and done != int(header):

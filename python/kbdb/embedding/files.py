@@ -186,7 +186,7 @@ KNOWN_MODELS: dict[str, ModelSpec] = {
             query_prompt="query: ",
             document_prompt="passage: ",
         ),
-        languages="about 100 languages",
+        languages="multilingual",
     ),
 }
 DEFAULT_MODEL = "all-MiniLM-L6-v2"

@@ -20,6 +20,7 @@ object (loading costs ~0.3 s and ~100 MB); ORT sessions are safe to run from man
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
@@ -36,7 +37,7 @@ from kbdb.embedding.base import (
 )
 from kbdb.embedding.model import ModelFiles, resolve_model
 from kbdb.embedding.sbert import DEFAULT_MAX_TOKENS, ModelSettings, pool
-from kbdb.errors import EmbeddingFailedError, ModelNotAvailableError
+from kbdb.errors import EmbeddingFailedError, InvalidArgumentError, ModelNotAvailableError
 
 if TYPE_CHECKING:
     from kbdb.config import EmbeddingConfig
@@ -56,6 +57,7 @@ class _Loaded:
     session: Any  # onnxruntime.InferenceSession
     tokenizer: Any  # tokenizers.Tokenizer
     input_names: frozenset[str]
+    width: int = 0  # the length of the model's token states, as the probe saw it
 
 
 _CACHE: dict[tuple[str, str, int, int, str], _Loaded] = {}
@@ -135,16 +137,16 @@ def _load(files: ModelFiles, threads: int, device: str) -> _Loaded:
             session = new_session(model, threads, device)
             names = frozenset(i.name for i in session.get_inputs())
             hit = _Loaded(session, load_tokenizer(tokenizer, max_tokens), names)
-            _probe(hit, files)
+            hit = dataclasses.replace(hit, width=_probe(hit, files))
             _CACHE[key] = hit
             log.debug("onnx session for %s with %d threads on %s", model, threads, device)
         return hit
 
 
-def _probe(loaded: _Loaded, files: ModelFiles) -> None:
+def _probe(loaded: _Loaded, files: ModelFiles) -> int:
     """Run the tokenizer's highest token id through the model once: a tokenizer made for
     another model (a larger vocabulary) fails here, at load, with the files named, rather
-    than on some text in the middle of a learn.
+    than on some text in the middle of a learn. Returns the width of the model's output.
 
     Raises:
         ModelNotAvailableError: the model rejects the tokenizer's ids.
@@ -157,13 +159,14 @@ def _probe(loaded: _Loaded, files: ModelFiles) -> None:
     if "token_type_ids" in loaded.input_names:
         feeds["token_type_ids"] = np.zeros_like(ids)
     try:
-        loaded.session.run(None, feeds)
+        hidden = loaded.session.run(None, feeds)[0]
     except Exception as exc:  # onnxruntime's own error types
         raise ModelNotAvailableError(
             f"{files.tokenizer} does not match {files.model}: its token id {top} is outside "
             f"the model's vocabulary ({str(exc).splitlines()[0][:200]})",
             hint="use the tokenizer.json published with the model",
         ) from None
+    return int(hidden.shape[-1])
 
 
 def encode_batch(tok: Any, texts: Sequence[str]) -> list[list[int]]:
@@ -294,24 +297,33 @@ class OnnxEmbeddingProvider:
         progress: ProgressCallback | None = None,
     ) -> OnnxEmbeddingProvider:
         """The provider ``[embedding]`` describes; the model is resolved on first use."""
+        return cls(**cls.config_kwargs(cfg, kbdir=kbdir, cache_dir=cache_dir, progress=progress))
+
+    @staticmethod
+    def config_kwargs(
+        cfg: EmbeddingConfig,
+        *,
+        kbdir: Path | None,
+        cache_dir: Path | None,
+        progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """The constructor's arguments for ``[embedding]`` (shared with the daemon client)."""
         from kbdb.embedding.model import model_cache_dir, model_identity
 
-        resolve = functools.partial(
-            resolve_model, cfg, cache_dir=cache_dir, kbdir=kbdir, progress=progress
-        )
-        identity = functools.partial(model_identity, cfg, cache_dir=cache_dir, kbdir=kbdir)
-        return cls(
-            resolve,
-            model_name=cfg.model,
-            dimensions=cfg.dimensions,
-            threads=cfg.threads,
-            batch_size=cfg.batch_size,
-            quantized=cfg.quantized,
+        return {
+            "files": functools.partial(
+                resolve_model, cfg, cache_dir=cache_dir, kbdir=kbdir, progress=progress
+            ),
+            "model_name": cfg.model,
+            "dimensions": cfg.dimensions,
+            "threads": cfg.threads,
+            "batch_size": cfg.batch_size,
+            "quantized": cfg.quantized,
             # None: the default user cache, found on first use (platformdirs stays unloaded).
-            quantized_dir=model_cache_dir(cfg.model, cache_dir) if cache_dir else None,
-            device=cfg.device,
-            identity=identity,
-        )
+            "quantized_dir": model_cache_dir(cfg.model, cache_dir) if cache_dir else None,
+            "device": cfg.device,
+            "identity": functools.partial(model_identity, cfg, cache_dir=cache_dir, kbdir=kbdir),
+        }
 
     def dimensions(self) -> int:
         """The configured vector length (384 for all-MiniLM-L6-v2)."""
@@ -394,14 +406,21 @@ class OnnxEmbeddingProvider:
                     model = int8_model(files, cache_dir=cache)
                 in_use = ModelFiles(model=model, tokenizer=files.tokenizer, settings=files.settings)
                 try:
-                    self._loaded = _load(in_use, self._threads, self._device)
-                    self._in_use = in_use
+                    loaded = _load(in_use, self._threads, self._device)
                 except ModelNotAvailableError:
                     raise
                 except Exception as exc:  # onnxruntime raises its own untyped errors
                     raise EmbeddingFailedError(
                         f"onnx embedding provider: cannot load {model}: {exc}"
                     ) from None
+                if loaded.width != self._dimensions:
+                    raise InvalidArgumentError(
+                        f"{files.model} gives vectors of {loaded.width} dimensions, and "
+                        f"embedding.dimensions is {self._dimensions}",
+                        hint=f"set embedding.dimensions = {loaded.width}, then run "
+                        "'kbdb rebuild --reembed'",
+                    )
+                self._loaded, self._in_use = loaded, in_use
             assert self._in_use is not None
             return self._in_use
 

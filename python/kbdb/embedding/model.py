@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from kbdb.embedding.artifacts import source_sha256
 from kbdb.embedding.files import (
     CONFIG_FILE,
+    DEFAULT_MODEL,
     ENV_MODEL_DIR,
     ENV_MODEL_URL,
     ENV_OFFLINE,
@@ -269,3 +270,58 @@ def model_identity(
 
 def _fingerprint(parts: dict[str, object]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def catalog(
+    cfg: EmbeddingConfig | None = None,
+    *,
+    cache_dir: Path | None = None,
+    kbdir: Path | None = None,
+) -> list[dict[str, object]]:
+    """The catalog's models, each with where it comes from, how it pools and prompts, and
+    whether it is on disk; the model ``cfg`` configures is marked, and listed too when it
+    is a folder of the user's own. Reads nothing but folder listings and small files."""
+    rows: list[dict[str, object]] = []
+    configured = _configured_folder(cfg, kbdir) if cfg is not None else None
+    for spec in KNOWN_MODELS.values():
+        folder = model_cache_dir(spec.name, cache_dir)
+        rows.append(
+            {
+                "name": spec.name,
+                "default": spec.name == DEFAULT_MODEL,
+                "configured": cfg is not None and cfg.model == spec.name and configured is None,
+                "dimensions": spec.dimensions,
+                "languages": spec.languages,
+                "pooling": spec.settings.pooling,
+                "max_tokens": spec.settings.max_tokens,
+                "query_prompt": spec.settings.query_prompt,
+                "document_prompt": spec.settings.document_prompt,
+                "source": f"{spec.repository}@{spec.revision}",
+                "pins_checked": spec.verified,
+                "on_disk": str(folder) if find_model_files(folder) is not None else None,
+            }
+        )
+    if cfg is not None and configured is not None:
+        folder, where = configured
+        found = find_model_files(folder)
+        try:
+            settings = read_settings(folder).with_overrides(cfg) if found else None
+        except ModelNotAvailableError:
+            settings = None
+        rows.append(
+            {
+                "name": cfg.model,
+                "default": False,
+                "configured": True,
+                "dimensions": cfg.dimensions,
+                "languages": "",
+                "pooling": settings.pooling if settings else None,
+                "max_tokens": settings.max_tokens if settings else None,
+                "query_prompt": settings.query_prompt if settings else None,
+                "document_prompt": settings.document_prompt if settings else None,
+                "source": f"{folder} (from {where})",
+                "pins_checked": False,
+                "on_disk": str(folder) if found is not None else None,
+            }
+        )
+    return rows

@@ -79,9 +79,11 @@ class Server:
         from kbdb.embedding.daemon import file_identity
         from kbdb.embedding.files import ModelFiles
         from kbdb.embedding.local import OnnxEmbeddingProvider
+        from kbdb.embedding.sbert import ModelSettings
 
         s = self.spec
-        files = ModelFiles(model=Path(s.model), tokenizer=Path(s.tokenizer))
+        settings = ModelSettings(**json.loads(s.settings))
+        files = ModelFiles(model=Path(s.model), tokenizer=Path(s.tokenizer), settings=settings)
         if (tuple(file_identity(files.model)), tuple(file_identity(files.tokenizer))) != (
             s.model_identity,
             s.tokenizer_identity,
@@ -96,6 +98,7 @@ class Server:
             batch_tokens=s.batch_tokens,
             quantized=s.quantized,
             quantized_dir=None if s.quantized_dir is None else Path(s.quantized_dir),
+            device=s.device,
         )
         provider.load()
         provider.embed(["warm up"])  # the first run allocates; do it before a query waits
@@ -196,7 +199,7 @@ class Server:
             send_json(conn, {"ok": False, "error": "texts must be a list of strings"})
             return False
         try:
-            vectors = self._provider.embed(texts)
+            vectors = self._provider.embed_raw(texts)  # the client put the prompts on
         except Exception as e:  # the client embeds in-process and reports it there
             send_json(conn, {"ok": False, "error": f"{type(e).__name__}: {e}"})
             return False
