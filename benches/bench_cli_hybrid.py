@@ -246,7 +246,7 @@ t0 = t(); import numpy as np; out["import numpy"] = t() - t0
 t0 = t(); import onnxruntime as ort; out["import onnxruntime"] = t() - t0
 t0 = t(); import tokenizers; out["import tokenizers"] = t() - t0
 t0 = t()
-from kbdb.embedding.local import load_tokenizer
+from kbdb.embedding.runtime import load_tokenizer
 tok = load_tokenizer(__import__("pathlib").Path(tokenizer))
 out["tokenizer load"] = t() - t0
 opts = ort.SessionOptions()
@@ -283,7 +283,7 @@ ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
 
 def session_breakdown(kb: Path, model: Path, work: Path, rounds: int, seed: int) -> dict[str, Any]:
-    from kbdb.embedding.local import default_threads
+    from kbdb.embedding.runtime import default_threads
 
     env = child_env(PYTHONPATH=str(SRC))
     saved = {

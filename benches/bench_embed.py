@@ -15,6 +15,9 @@
   ("sentence-transformers"); each batch size's rate is kept too.
 - kbdb runs as configured by default: up to 64 texts and 512 padded tokens per model call.
 - Fidelity: cosine of kbdb's fp32 vectors to the 50 golden sentence-transformers vectors.
+- The default download's model: the graph kbdb builds from upstream's ``model.safetensors``
+  (``kbdb-built``; the upstream files come through pip, ``tests/model_fetch.py``), raced
+  beside the exported ``model.onnx``, with its build time and golden cosine.
 
 Each system runs ``--rounds`` passes, interleaved; the fastest pass counts. Writes
 ``benches/results/embed.json``.
@@ -54,7 +57,9 @@ from common import (  # noqa: E402
 )
 from kbdb.config import EmbeddingConfig  # noqa: E402
 from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider  # noqa: E402
-from kbdb.embedding.local import BATCH_TOKENS, mean_pool, new_session  # noqa: E402
+from kbdb.embedding.local import BATCH_TOKENS  # noqa: E402
+from kbdb.embedding.runtime import new_session  # noqa: E402
+from kbdb.embedding.sbert import pool  # noqa: E402
 
 BATCH = 64
 ST = "sentence-transformers"
@@ -108,7 +113,7 @@ class Naive:
             ids = np.asarray([e.ids for e in enc], dtype=np.int64)
             mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            v = mean_pool(session.run(None, feeds)[0], mask)
+            v = pool(session.run(None, feeds)[0], mask, "mean")
             out.append(v / np.linalg.norm(v, axis=1, keepdims=True))
         return np.vstack(out)
 
@@ -189,6 +194,28 @@ def build_int8(files: ModelFiles) -> tuple[dict[str, Any], ModelFiles]:
     build_s = time.perf_counter() - t0
     info = {"recipe": RECIPE, "build_s": build_s, "bytes": path.stat().st_size}
     return info, ModelFiles(path, files.tokenizer)
+
+
+def build_from_safetensors() -> tuple[dict[str, Any], ModelFiles]:
+    """Build the graph of upstream's weights from scratch (timed) in a fresh cache, as the
+    first use of the default model does after its download."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from tests.model_fetch import upstream_model
+
+    from kbdb.embedding.bert_onnx import built_model
+
+    upstream = upstream_model()
+    cache = Path(tempfile.mkdtemp(prefix="kbdb-bench-built-"))
+    t0 = time.perf_counter()
+    path = built_model(upstream, cache_dir=cache)
+    info = {
+        "build_s": time.perf_counter() - t0,
+        "bytes": path.stat().st_size,
+        "source": str(upstream),
+    }
+    return info, ModelFiles(path, upstream / "tokenizer.json")
 
 
 def scifact_ndcg(fp32_kb: Path, int8_kb: Path, model: Path) -> dict[str, Any]:
@@ -312,6 +339,12 @@ def main() -> int:
         int8_first.embed([str(s) for s in golden["sentences"]]), golden["embeddings"]
     )
     int8_info["golden_cosine"] = {"min": float(gold8.min()), "mean": float(gold8.mean())}
+    built_info, built_files = build_from_safetensors()
+    goldb = cosine_rows(
+        OnnxEmbeddingProvider(built_files, threads=1).embed([str(s) for s in golden["sentences"]]),
+        golden["embeddings"],
+    )
+    built_info["golden_cosine"] = {"min": float(goldb.min()), "mean": float(goldb.mean())}
 
     runs: list[dict[str, Any]] = []
     latency: list[dict[str, Any]] = []
@@ -321,9 +354,12 @@ def main() -> int:
         kbdb.embed(abstracts[:BATCH])  # session load and warm-up, untimed
         int8 = OnnxEmbeddingProvider(int8_files, threads=threads, batch_size=BATCH)
         int8.embed(abstracts[:BATCH])
+        built = OnnxEmbeddingProvider(built_files, threads=threads, batch_size=BATCH)
+        built.embed(abstracts[:BATCH])
         naive = Naive(files, threads)
         systems: dict[str, Embed] = {
             "kbdb": kbdb.embed,
+            "kbdb-built": built.embed,
             "kbdb-int8": int8.embed,
             "naive-128": naive.embed,
             "naive-256": Naive(files, threads, length=256).embed,
@@ -403,6 +439,26 @@ def main() -> int:
             for r in runs
         ],
     )
+    print_table(
+        "The default download's graph, built from upstream's model.safetensors, vs the "
+        "exported model.onnx (sentences/s, same run; cosine to the export's vectors)",
+        ["workload", "threads", "export", "built", "built / export", "cos min"],
+        [
+            [
+                r["workload"],
+                r["threads"],
+                r["sps"]["kbdb"],
+                r["sps"]["kbdb-built"],
+                ratio(r["sps"]["kbdb-built"], r["sps"]["kbdb"]),
+                r["cosine_to_kbdb_min"]["kbdb-built"],
+            ]
+            for r in runs
+        ],
+    )
+    print(
+        f"built model: {built_info['build_s']:.1f} s to build, {built_info['bytes'] / 1e6:.1f} MB; "
+        f"cosine to the golden vectors min {goldb.min():.7f}, mean {goldb.mean():.7f}"
+    )
     print(
         f"int8 model: built in {int8_info['build_s']:.1f} s, {int8_info['bytes'] / 1e6:.1f} MB "
         f"(fp32 {files.model.stat().st_size / 1e6:.1f} MB); cosine to the golden vectors min "
@@ -462,7 +518,14 @@ def main() -> int:
             },
             "versions": {
                 p: version(p)
-                for p in ("onnxruntime", "tokenizers", "numpy", "sentence-transformers", "torch")
+                for p in (
+                    "onnxruntime",
+                    "onnx",
+                    "tokenizers",
+                    "numpy",
+                    "sentence-transformers",
+                    "torch",
+                )
             },
             "sentence_transformers": st_status,
             "golden_cosine": {"min": float(gold.min()), "mean": float(gold.mean())},
@@ -470,6 +533,7 @@ def main() -> int:
             "throughput": runs,
             "query_latency": latency,
             "int8": int8_info,
+            "built": built_info,
             "headline": headline(runs, int8_info["scifact"]),
         },
     )

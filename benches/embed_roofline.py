@@ -37,7 +37,8 @@ import numpy as np  # noqa: E402
 from bench_embed import BATCH, load_texts, model_dir, sentence_transformers  # noqa: E402
 from common import print_table, write_result  # noqa: E402
 from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider  # noqa: E402
-from kbdb.embedding.local import BATCH_TOKENS, MAX_TOKENS, call_sizes  # noqa: E402
+from kbdb.embedding.local import BATCH_TOKENS, call_sizes  # noqa: E402
+from kbdb.embedding.runtime import MAX_TOKENS  # noqa: E402
 
 ST_BATCHES = (8, 16, 32, 64)
 

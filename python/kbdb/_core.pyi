@@ -249,9 +249,7 @@ class Index:
         segment is searched term at a time and the query has no phrases and no
         ``explain``, both come from one evaluation of each segment, and the relaxed one is
         returned whatever the strict count. Releases the GIL."""
-    def term_stats(
-        self, terms: Sequence[str]
-    ) -> tuple[int, tuple[int, int, int, int], list[int]]:
+    def term_stats(self, terms: Sequence[str]) -> tuple[int, tuple[int, int, int, int], list[int]]:
         """``(docs, field totals, [df of each term])`` of the current snapshot, tombstoned
         sections included as scoring counts them: this index's part of a collection's
         ``corpus`` statistics. Releases the GIL."""

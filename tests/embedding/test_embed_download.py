@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -311,3 +312,48 @@ def test_the_facade_loads_the_model_up_front_reporting_download_bytes(
     assert hits.retrieval_method == "hybrid"
     assert [h.kbid for h in hits.items][:1] == [report.sections[0].kbid]
     kb.close()
+
+
+def test_a_fresh_install_reaches_hybrid_search_in_one_command_sequence(
+    loopback: Start, tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a new user types, with no model anywhere on the machine: init, choose the onnx
+    # provider, learn, search. The first learn downloads upstream's bytes (served here on
+    # loopback), builds the graph, and every later command works offline.
+    import subprocess
+    import sys
+
+    from tests.cli.conftest import cli_env
+
+    server, _ = serve_model_repo(loopback, upstream, monkeypatch)
+    env = cli_env(XDG_DATA_HOME=str(tmp_path / "data"), KBDB_MODEL_URL=server.url + "/repo")
+    env.pop("KBDB_MODEL_DIR", None)
+
+    def kbdb(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kbdb.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+
+    (tmp_path / "notes.md").write_text(
+        "# Trains\n\nThe night train to Vienna leaves at 21:40 from platform 9.\n\n"
+        "# Bread\n\nSourdough needs a starter fed twice a day.\n",
+        encoding="utf-8",
+    )
+    for args in (("init",), ("config", "set", "embedding.provider", "onnx"), ("learn", "notes.md")):
+        done = kbdb(*args)
+        assert done.returncode == 0, done.stderr
+    assert sorted(path.split("/repo/")[1] for path, _, _ in server.requests) == sorted(
+        UPSTREAM_SERVED
+    )
+    env["KBDB_OFFLINE"] = "1"
+    found = kbdb("search", "railway departure to Austria", "--mode", "hybrid", "--json")
+    assert found.returncode == 0, found.stderr
+    page = json.loads(found.stdout)
+    assert page["retrieval_method"] == "hybrid" and not page["vector_index_stale"]
+    assert page["items"][0]["heading"] == "Trains"

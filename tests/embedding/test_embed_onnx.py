@@ -9,8 +9,8 @@ import pytest
 
 from kbdb.config import EmbeddingConfig
 from kbdb.embedding import ModelFiles, OnnxEmbeddingProvider, local, make_provider
-from kbdb.embedding.local import load_tokenizer
-from kbdb.errors import EmbeddingFailedError, ModelNotAvailableError
+from kbdb.embedding.runtime import load_tokenizer
+from kbdb.errors import EmbeddingFailedError, InvalidArgumentError, ModelNotAvailableError
 
 
 @pytest.fixture(scope="module")
@@ -140,13 +140,13 @@ def test_one_session_per_process_and_threads(model_files: ModelFiles) -> None:
     assert OnnxEmbeddingProvider(model_files).threads >= 1
 
 
-def test_wrong_dimensions_name_the_provider(model_files: ModelFiles) -> None:
+def test_wrong_dimensions_name_the_model_file_before_embedding(model_files: ModelFiles) -> None:
     wrong = OnnxEmbeddingProvider(model_files, dimensions=768)
-    with pytest.raises(EmbeddingFailedError) as err:
+    with pytest.raises(InvalidArgumentError) as err:
         wrong.embed(["hello"])
-    assert err.value.code == "EMBEDDING_FAILED"
-    assert "onnx embedding provider" in err.value.message
-    assert "length 384, expected 768" in err.value.message
+    assert err.value.code == "INVALID_ARGUMENT"
+    assert str(model_files.model) in err.value.message
+    assert "384 dimensions, and embedding.dimensions is 768" in err.value.message
 
 
 def test_a_broken_model_file_is_an_embedding_error(model_files: ModelFiles, tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import kbdb
 from kbdb.config import EmbeddingConfig
 from kbdb.embedding import OnnxEmbeddingProvider
 from kbdb.embedding.bert_onnx import load_weights
-from kbdb.embedding.local import execution_providers, load_tokenizer, pad
 from kbdb.embedding.model import model_identity, resolve_model
+from kbdb.embedding.runtime import execution_providers, load_tokenizer, pad
 from kbdb.embedding.sbert import ModelSettings, read_settings
 from kbdb.errors import InvalidArgumentError, ModelNotAvailableError
 

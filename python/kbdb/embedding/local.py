@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,16 +35,20 @@ from kbdb.embedding.base import (
     finish_vectors,
 )
 from kbdb.embedding.model import ModelFiles, resolve_model
-from kbdb.embedding.sbert import DEFAULT_MAX_TOKENS, ModelSettings, pool
+from kbdb.embedding.runtime import (
+    default_threads,
+    encode_batch,
+    load_tokenizer,
+    new_session,
+    pad,
+)
+from kbdb.embedding.sbert import ModelSettings, pool
 from kbdb.errors import EmbeddingFailedError, InvalidArgumentError, ModelNotAvailableError
 
 if TYPE_CHECKING:
     from kbdb.config import EmbeddingConfig
     from kbdb.embedding.base import ProgressCallback, Vectors
 
-MAX_TOKENS = DEFAULT_MAX_TOKENS  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
-GOLDEN_COSINE = 0.9999  # a built graph must reproduce the reference vectors this closely
-DEFAULT_MAX_THREADS = 8  # beyond this a 6-layer MiniLM gains little per extra core
 SORT_WINDOW = 16 * MAX_BATCH  # texts tokenized and length-sorted together
 BATCH_TOKENS = 512  # padded tokens per model call (rows x longest), at least one text
 
@@ -61,68 +64,7 @@ class _Loaded:
 
 
 _CACHE: dict[tuple[str, str, int, int, str], _Loaded] = {}
-# embedding.device: the ONNX Runtime execution provider each one asks for.
-DEVICE_PROVIDERS = {
-    "cuda": "CUDAExecutionProvider",
-    "coreml": "CoreMLExecutionProvider",
-    "directml": "DmlExecutionProvider",
-}
-CPU_PROVIDER = "CPUExecutionProvider"
 _CACHE_LOCK = threading.Lock()
-
-
-def default_threads() -> int:
-    """Inference threads when ``threads = 0``: the usable cores, at most 8."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        usable = os.cpu_count() or 1
-    return max(1, min(usable, DEFAULT_MAX_THREADS))
-
-
-def load_tokenizer(path: Path, max_tokens: int = MAX_TOKENS) -> Any:
-    """``tokenizer.json`` with truncation at ``max_tokens`` and no padding (we pad per batch)."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(path))
-    tok.enable_truncation(max_length=max_tokens)
-    tok.no_padding()
-    return tok
-
-
-def execution_providers(device: str, available: Sequence[str]) -> tuple[list[str], str | None]:
-    """The providers a session on ``device`` asks ONNX Runtime for, best first, and a
-    notice when the runtime here lacks the device (then the CPU alone)."""
-    if device == "cpu":
-        return [CPU_PROVIDER], None
-    wanted = list(DEVICE_PROVIDERS.values()) if device == "auto" else [DEVICE_PROVIDERS[device]]
-    usable = [p for p in wanted if p in available]
-    if usable:
-        return [usable[0], CPU_PROVIDER], None
-    if device == "auto":
-        return [CPU_PROVIDER], None  # auto promises the best there is, and the CPU is it
-    notice = (
-        f"embedding.device = {device}: this ONNX Runtime has no {wanted[0]} (it has "
-        f"{', '.join(available)}); embedding on the CPU. Install the runtime build for the "
-        f"device (e.g. onnxruntime-gpu for cuda), or set embedding.device = cpu"
-    )
-    return [CPU_PROVIDER], notice
-
-
-def new_session(model: Path, threads: int, device: str = "cpu") -> Any:
-    """A fresh ``InferenceSession`` with ``threads`` intra-op threads, silent on stderr, on
-    ``device`` when this runtime has it (else on the CPU, after a warning)."""
-    import onnxruntime as ort  # type: ignore[import-untyped, unused-ignore]
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3  # errors only: nothing prints (STYLE.md)
-    providers, notice = execution_providers(device, ort.get_available_providers())
-    if notice is not None:
-        log.warning("%s", notice)
-    return ort.InferenceSession(str(model), opts, providers=providers)
 
 
 def _load(files: ModelFiles, threads: int, device: str) -> _Loaded:
@@ -169,24 +111,6 @@ def _probe(loaded: _Loaded, files: ModelFiles) -> int:
     return int(hidden.shape[-1])
 
 
-def encode_batch(tok: Any, texts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each text (truncated, unpadded), tokenized in parallel by Rust."""
-    return [e.ids for e in tok.encode_batch(list(texts), add_special_tokens=True)]
-
-
-def pad(ids: Sequence[Sequence[int]]) -> tuple[Any, Any]:
-    """``input_ids`` and ``attention_mask`` int64 ``[b, longest]``, right-padded with 0."""
-    import numpy as np
-
-    longest = max(len(row) for row in ids)
-    input_ids = np.zeros((len(ids), longest), dtype=np.int64)
-    mask = np.zeros((len(ids), longest), dtype=np.int64)
-    for r, row in enumerate(ids):
-        input_ids[r, : len(row)] = row
-        mask[r, : len(row)] = 1
-    return input_ids, mask
-
-
 def call_sizes(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> Iterator[int]:
     """Texts per model call for token counts sorted longest first: at most ``batch_size``
     texts and ``batch_tokens`` padded tokens (texts x the first's length), at least one."""
@@ -195,40 +119,6 @@ def call_sizes(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> It
         size = max(1, min(batch_size, batch_tokens // max(1, lengths[start])))
         yield min(size, len(lengths) - start)
         start += size
-
-
-def check_golden(files: ModelFiles, golden: str) -> None:
-    """Embed the sentences of ``kbdb/embedding/golden/<golden>`` with ``files`` and compare
-    them with their sentence-transformers vectors: every cosine must be at least
-    :data:`GOLDEN_COSINE`.
-
-    Raises:
-        ModelNotAvailableError: a vector is further off, or the model cannot run.
-    """
-    import json
-
-    import numpy as np
-
-    data = json.loads((Path(__file__).with_name("golden") / golden).read_text(encoding="utf-8"))
-    provider = OnnxEmbeddingProvider(files, threads=1)
-    try:
-        got = provider.embed_raw(data["sentences"])
-    except (EmbeddingFailedError, ModelNotAvailableError) as exc:
-        raise ModelNotAvailableError(
-            f"{files.model}: cannot embed its golden sentences: {exc}"
-        ) from None
-    finally:
-        clear_session_cache(files.model)
-    want = np.asarray(data["vectors"], dtype=np.float32)
-    want /= np.linalg.norm(want, axis=1, keepdims=True)
-    worst = float((got * want).sum(axis=1).min())
-    if worst < GOLDEN_COSINE:
-        raise ModelNotAvailableError(
-            f"{files.model}: its vectors differ from the model's golden vectors (cosine "
-            f"{worst:.6f} < {GOLDEN_COSINE}); the build is not used",
-            hint="report this with your onnx and onnxruntime versions; meanwhile set "
-            "embedding.model_path to a folder with model.onnx",
-        )
 
 
 class OnnxEmbeddingProvider:

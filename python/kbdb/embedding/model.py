@@ -127,7 +127,7 @@ def _golden_check(
     """A check that a graph built from ``spec``'s weights reproduces its golden vectors."""
 
     def check(model: Path) -> None:
-        from kbdb.embedding.local import check_golden
+        from kbdb.embedding.golden import check_golden
 
         assert spec.golden is not None
         check_golden(ModelFiles(model, tokenizer, settings), spec.golden)
