@@ -43,7 +43,7 @@ from kbdb.errors import ModelNotAvailableError
 
 log = logging.getLogger("kbdb")
 
-RECIPE = "bert-onnx:opset17:v1"
+RECIPE = "bert-onnx:opset17:v2"
 OPSET = 17  # LayerNormalization is a standard op from 17 on
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -209,7 +209,7 @@ def build_graph(weights: dict[str, Any], config: dict[str, Any], folder: Path) -
     split_heads = g.const([0, 0, heads, head_dim], np.int64)
     merge_heads = g.const([0, 0, hidden], np.int64)
     scale = g.const(1.0 / math.sqrt(head_dim), np.float32)
-    root_half = g.const(1.0 / math.sqrt(2.0), np.float32)
+    root_two = g.const(math.sqrt(2.0), np.float32)
     one = g.const(1.0, np.float32)
     half = g.const(0.5, np.float32)
     for i in range(config["num_hidden_layers"]):
@@ -229,7 +229,7 @@ def build_graph(weights: dict[str, Any], config: dict[str, Any], folder: Path) -
         x = g.layer_norm(g.op("Add", attended, x), f"{p}.attention.output.LayerNorm", hidden, eps)
         up = g.linear(x, f"{p}.intermediate.dense", hidden, inner)
         gelu = g.op(
-            "Mul", g.op("Mul", up, g.op("Add", g.op("Erf", g.op("Mul", up, root_half)), one)), half
+            "Mul", g.op("Mul", up, g.op("Add", g.op("Erf", g.op("Div", up, root_two)), one)), half
         )
         down = g.linear(gelu, f"{p}.output.dense", inner, hidden)
         x = g.layer_norm(g.op("Add", down, x), f"{p}.output.LayerNorm", hidden, eps)
