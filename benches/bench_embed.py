@@ -22,7 +22,7 @@
 Each system runs ``--rounds`` passes, interleaved; the fastest pass counts. Writes
 ``benches/results/embed.json``.
 
-    python benches/bench_embed.py [--n 1000] [--rounds 1] [--queries 100]
+    python benches/bench_embed.py [--n 1000] [--rounds 1] [--queries 100] [--result embed]
 """
 
 from __future__ import annotations
@@ -318,6 +318,11 @@ def main() -> int:
     ap.add_argument("--fp32-kb", type=Path, default=DEFAULT_FP32_KB, help="SciFact KB, fp32")
     ap.add_argument("--int8-kb", type=Path, default=DEFAULT_INT8_KB, help="SciFact KB, int8")
     ap.add_argument("--skip-ndcg", action="store_true", help="skip SciFact nDCG@10 fp32 vs int8")
+    ap.add_argument(
+        "--result",
+        default="embed",
+        help="result name: benches/results/NAME.json (a partial run keeps the full one)",
+    )
     args = ap.parse_args()
 
     folder = model_dir()
@@ -496,7 +501,7 @@ def main() -> int:
     )
     model_at = folder.relative_to(ROOT.parent) if folder.is_relative_to(ROOT.parent) else folder
     path = write_result(
-        "embed",
+        args.result,
         {
             "model": {
                 "dir": str(model_at),
