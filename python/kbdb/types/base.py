@@ -55,6 +55,8 @@ class Record:
 
 
 _D = TypeVar("_D", bound=Record)
+
+
 def build(cls: type[_D], **fields: Any) -> _D:
     """An instance of the frozen dataclass ``cls`` from every one of its fields, without
     the generated ``__init__``.
