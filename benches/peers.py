@@ -9,7 +9,8 @@ parsing), so that ``search_prepared`` times the engine call alone.
   :class:`KbdbEngine`.
 - ``bm25s``: ``bm25s.BM25`` (method ``lucene``, k1=1.5, b=0.75, its defaults) over
   ``bm25s.tokenize`` with English stop words and the PyStemmer English stemmer, on
-  ``title + " " + text``, as in bm25s's own BEIR benchmark. ``retrieve`` runs with
+  ``title + " " + text``, as in bm25s's own BEIR benchmark (another ``language``: its
+  bm25s stop words and PyStemmer stemmer). ``retrieve`` runs with
   ``n_threads=1`` unless told otherwise; bm25s then starts a one-worker thread pool per
   call (about 1.5 ms a query here), and ``n_threads=0`` is its path on the caller's thread.
 - ``tantivy``: tantivy-py, one ``en_stem`` text field holding ``title + " " + text`` (BM25
@@ -43,7 +44,7 @@ def _flat(doc: BeirDoc) -> str:
 class Bm25s:
     name = "bm25s"
 
-    def __init__(self, n_threads: int = 1) -> None:
+    def __init__(self, n_threads: int = 1, language: str = "english") -> None:
         try:
             import bm25s
             import Stemmer
@@ -51,13 +52,15 @@ class Bm25s:
             raise NotInstalled(str(e)) from None
         self.n_threads = n_threads
         self._bm25s = bm25s
-        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer = Stemmer.Stemmer(language)
+        # bm25s names its lists by language ("en" is its 33 Lucene words, as "english").
+        self._stopwords = "en" if language == "english" else language
         self._ids: list[str] = []
         self._retriever: Any = None
 
     def tokenize(self, texts: list[str]) -> Any:
         return self._bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, show_progress=False
+            texts, stopwords=self._stopwords, stemmer=self._stemmer, show_progress=False
         )
 
     def index(self, docs: Sequence[BeirDoc]) -> None:
@@ -72,7 +75,11 @@ class Bm25s:
 
     def prepare(self, query: str) -> Any:
         return self._bm25s.tokenize(
-            query, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+            query,
+            stopwords=self._stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
         )
 
     def search_prepared(self, prepared: Any, k: int) -> list[str]:
