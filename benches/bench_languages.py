@@ -28,7 +28,13 @@ Metrics: **success@1** (the first result is the answer; the headline), MRR@10 (1
 the answer among the first 10 results), and file success@1 (the first result lies in the
 answer's file).
 
-    python benches/bench_languages.py [--book de --book es] [--show 20]
+Diagnosis (secondary row): kbdb again with ``search.w_path = 0``, the path field (file
+name, document title, the headings above a section) weighing nothing. A chapter's heading
+is also in the path field of every section below it, so with the default weight those
+sections compete with the chapter's own section for the chapter's title; this row shows
+how much of the misses that accounts for.
+
+    python benches/bench_languages.py [--book de --book es --book en] [--show 20]
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,8 +135,24 @@ def learn_book(src: Path, language: str, queries: list[Query], tmp: Path) -> Boo
     )
 
 
+def search_all(kb: Any, queries: Iterable[Query]) -> dict[Query, list[str]]:
+    """The kbids of ``kb.search(query, mode="lexical", limit=K)`` per query."""
+    return {
+        qu: [it.kbid for it in kb.search(qu.text, mode="lexical", limit=K).items] for qu in queries
+    }
+
+
+def without_path_field(kbdir: Path, language: str) -> Any:
+    """The knowledge base in ``kbdir`` opened with ``search.w_path = 0`` (the diagnosis)."""
+    from kbdb import KnowledgeBase
+    from kbdb.config import Config, IndexConfig, SearchConfig
+
+    config = Config(search=SearchConfig(w_path=0.0), index=IndexConfig(language=language))
+    return KnowledgeBase.open(kbdir, config=config)
+
+
 def score(
-    book: Book, ranked: dict[Query, list[str]], show: int
+    book: Book, ranked: dict[Query, list[str]]
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """success@1, MRR@10 and file success@1 of ranked kbids per query; the misses."""
     section, in_file = Tally(), Tally()
@@ -145,8 +168,7 @@ def score(
     return out, misses
 
 
-def run_book(code: str, show: int) -> dict[str, Any]:
-    from kbdb.store import queries as q  # noqa: F401 - the store is loaded before timing
+def run_book(code: str) -> dict[str, Any]:
     from peers import Bm25s, NotInstalled
 
     src, language, stem_language = BOOKS[code]
@@ -154,13 +176,13 @@ def run_book(code: str, show: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"bench-lang-{code}-") as tmp:
         book = learn_book(src, language, queries, Path(tmp))
         heading_of = {k: h for k, h, _ in book.sections}
-        kbdb_ranked: dict[Query, list[str]] = {}
         t0 = time.perf_counter()
-        for qu in book.answers:
-            res = book.kb.search(qu.text, mode="lexical", limit=K)
-            kbdb_ranked[qu] = [it.kbid for it in res.items]
+        kbdb_ranked = search_all(book.kb, book.answers)
         kbdb_s = time.perf_counter() - t0
-        kb_scores, kb_misses = score(book, kbdb_ranked, show)
+        kb_scores, kb_misses = score(book, kbdb_ranked)
+        no_path = without_path_field(Path(tmp), language)
+        no_path_scores, _ = score(book, search_all(no_path, book.answers))
+        no_path.close()
         try:
             peer = Bm25s(language=stem_language)
         except NotInstalled as e:
@@ -171,7 +193,7 @@ def run_book(code: str, show: int) -> dict[str, Any]:
             peer._ids = ids
             peer.index_tokens(peer.tokenize([f"{h} {c}".strip() for _, h, c in book.sections]))
             bm_ranked = {qu: peer.search(qu.text, K) for qu in book.answers}
-            bm, bm_misses = score(book, bm_ranked, show)
+            bm, bm_misses = score(book, bm_ranked)
         analyzer = book.kb.stats().analyzer
         book.kb.close()
     both = {m["query"] for m in kb_misses} & {m["query"] for m in bm_misses}
@@ -188,6 +210,7 @@ def run_book(code: str, show: int) -> dict[str, Any]:
         "queries": len(book.answers),
         "recurring_headings_left_out": recurring,
         "kbdb": {**kb_scores, "learn_s": book.learn_s, "search_s": kbdb_s},
+        "kbdb_w_path_0": no_path_scores,
         "bm25s": bm,
         "kbdb_misses": kb_misses,
         "bm25s_misses": bm_misses,
@@ -204,7 +227,7 @@ def main() -> int:
     ap.add_argument("--show", type=int, default=20, help="kbdb misses to print per book")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    runs = {code: run_book(code, args.show) for code in args.book or sorted(BOOKS)}
+    runs = {code: run_book(code) for code in args.book or ("de", "es", "en")}
     rows = []
     for code, r in runs.items():
         a, b = r["kbdb"], r["bm25s"]
@@ -218,6 +241,7 @@ def main() -> int:
                 b.get("mrr@10"),
                 a["file_success@1"],
                 b.get("file_success@1"),
+                r["kbdb_w_path_0"]["success@1"],
             ]
         )
     print_table(
@@ -231,6 +255,7 @@ def main() -> int:
             "bm25s MRR@10",
             "kbdb file S@1",
             "bm25s file S@1",
+            "kbdb S@1, w_path 0",
         ],
         rows,
     )
@@ -250,6 +275,7 @@ def main() -> int:
                 "success@1": "the first result is the section that the heading opens",
                 "mrr@10": "1/rank of that section among the first 10 results; 0 if absent",
                 "file_success@1": "the first result is a section of the heading's file",
+                "kbdb_w_path_0": "kbdb with search.w_path = 0 (diagnosis: the path field)",
             },
             "code": code_state(),
             "wall_s": time.perf_counter() - t_start,

@@ -161,7 +161,10 @@ def test_config_to_dict_round_trips() -> None:
         ("[learn]\nnear_duplicate_cosine = 1.01\n", "must be a number > 0 and <= 1 (got 1.01)"),
         ("[learn]\nnear_duplicate_cosine = [1]\n", "(got an array)"),
         ("[search]\nk2 = 1\n", "unknown key search.k2 (allowed: k1, b_heading"),
-        ("[indexing]\n", "unknown section [indexing] (allowed: [embedding], [search], [learn], [index])"),
+        (
+            "[indexing]\n",
+            "unknown section [indexing] (allowed: [embedding], [search], [learn], [index])",
+        ),
         ("search = 3\n", "[search] must be a table (got 3)"),
         ("[search]\nk1 = \n", "invalid TOML"),
         ("[search\n", "line 1"),

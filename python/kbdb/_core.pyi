@@ -22,6 +22,7 @@ __all__ = [
     "FIELD_BODY",
     "FIELD_CODE",
     "FIELD_PATH",
+    "languages",
     "Analyzer",
     "Index",
     "Hits",
@@ -40,14 +41,14 @@ FIELD_BODY: int  # bit 2: matched in the body field
 FIELD_CODE: int  # bit 4: matched in the code field
 FIELD_PATH: int  # bit 8: matched in the path field (file name, document title, headings above)
 
-@final
 def languages() -> list[tuple[str, str]]:
     """The analyzer's languages as ``(English name, ISO 639-1 code)``, by name."""
 
+@final
 class Analyzer:
     """The one analyzer used for indexing and for queries (SPEC §4.1), of one language."""
 
-    def __init__(self, language: str = "english") -> None:
+    def __new__(cls, language: str = "english") -> Analyzer:
         """``language``: an English name or ISO 639-1 code, in any case (``"de"``,
         ``"German"``); an unknown one raises ``InvalidArgumentError`` listing the valid
         ones."""
