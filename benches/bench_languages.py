@@ -6,6 +6,8 @@ README names the repository, commit and license):
 
 - ``de``: the German translation (rust-lang-de/rustbook-de), ``index.language = german``;
 - ``es``: the Spanish translation (RustLangES/rust-book-es), ``index.language = spanish``;
+- ``zh``: the simplified Chinese translation (KaiserY/trpl-zh-cn), the default language:
+  Chinese is indexed as character bigrams in every language;
 - ``en``: the English original (``corpora/rust-book``, the shared corpora), as the
   reference: the same queries and systems in the default language.
 
@@ -23,6 +25,9 @@ Systems, over the same sections (the knowledge base's live sections):
   (NLTK's lists) and the PyStemmer Snowball stemmer of that language; method lucene,
   k1=1.5, b=0.75; one document per section, ``heading + " " + content`` (the text a kbdb
   section holds; kbdb also indexes the file name and the headings above in its path field).
+  For Chinese, ``peers.Bm25sCjk``: the same bm25s over Lucene ``CJKAnalyzer`` tokens
+  (character bigrams), since bm25s's own tokenizer keeps a whole run of Chinese as one
+  token.
 
 Metrics: **success@1** (the first result is the answer; the headline), MRR@10 (1/rank of
 the answer among the first 10 results), and file success@1 (the first result lies in the
@@ -34,7 +39,7 @@ is also in the path field of every section below it, so with the default weight 
 sections compete with the chapter's own section for the chapter's title; this row shows
 how much of the misses that accounts for.
 
-    python benches/bench_languages.py [--book de --book es --book en] [--show 20]
+    python benches/bench_languages.py [--book de --book es --book zh --book en] [--show 20]
 """
 
 from __future__ import annotations
@@ -57,10 +62,12 @@ from common import CORPORA, ROOT, print_table, write_result  # noqa: E402
 
 DATA = ROOT / "benches" / "data"
 K = 10
-# Book code -> (its src/ folder, kbdb index.language, PyStemmer/bm25s language).
+# Book code -> (its src/ folder, kbdb index.language, the peer's language: PyStemmer and
+# bm25s stop words, or "cjk" for bigrams).
 BOOKS = {
     "de": (DATA / "rust-book-de" / "src", "german", "german"),
     "es": (DATA / "rust-book-es" / "src", "spanish", "spanish"),
+    "zh": (DATA / "rust-book-zh" / "src", "english", "cjk"),
     "en": (CORPORA / "rust-book" / "src", "english", "english"),
 }
 
@@ -169,7 +176,7 @@ def score(
 
 
 def run_book(code: str) -> dict[str, Any]:
-    from peers import Bm25s, NotInstalled
+    from peers import Bm25s, Bm25sCjk, NotInstalled
 
     src, language, stem_language = BOOKS[code]
     queries, recurring = heading_queries(src)
@@ -184,7 +191,7 @@ def run_book(code: str) -> dict[str, Any]:
         no_path_scores, _ = score(book, search_all(no_path, book.answers))
         no_path.close()
         try:
-            peer = Bm25s(language=stem_language)
+            peer = Bm25sCjk() if stem_language == "cjk" else Bm25s(language=stem_language)
         except NotInstalled as e:
             bm: dict[str, Any] = {"status": f"not installed ({e})"}
             bm_misses: list[dict[str, Any]] = []
@@ -227,7 +234,7 @@ def main() -> int:
     ap.add_argument("--show", type=int, default=20, help="kbdb misses to print per book")
     args = ap.parse_args()
     t_start = time.perf_counter()
-    runs = {code: run_book(code) for code in args.book or ("de", "es", "en")}
+    runs = {code: run_book(code) for code in args.book or ("de", "es", "zh", "en")}
     rows = []
     for code, r in runs.items():
         a, b = r["kbdb"], r["bm25s"]

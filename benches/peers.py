@@ -94,6 +94,49 @@ class Bm25s:
         return self.search_prepared(self.prepare(query), k)
 
 
+# A CJK run (Han, kana, Hangul) or a word of other letters and digits.
+_CJK_OR_WORD = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3041-\u30ff\u3130-\u318f"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\W_]+"
+)
+_CJK_CHAR = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3041-\u30ff\u3130-\u318f"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
+
+
+class Bm25sCjk(Bm25s):
+    """bm25s over the tokens of Lucene's ``CJKAnalyzer``: a run of CJK characters as its
+    overlapping bigrams (one character alone as itself), other words lowercased, without
+    the English stop words, stemmed by PyStemmer English. bm25s's own tokenizer keeps a
+    whole CJK run as one token, which no query matches unless it is the same run."""
+
+    name = "bm25s-cjk"
+
+    def __init__(self, n_threads: int = 1) -> None:
+        super().__init__(n_threads, language="english")
+        from bm25s.stopwords import STOPWORDS_EN
+
+        self._stop = frozenset(STOPWORDS_EN)
+
+    def _tokens(self, text: str) -> list[str]:
+        out: list[str] = []
+        for run in _CJK_OR_WORD.findall(text.lower()):
+            if _CJK_CHAR.match(run):
+                out.extend(
+                    [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+                )
+            elif run not in self._stop:
+                out.append(self._stemmer.stemWord(run))
+        return out
+
+    def tokenize(self, texts: list[str]) -> Any:
+        return [self._tokens(t) for t in texts]
+
+    def prepare(self, query: str) -> Any:
+        return [self._tokens(query)]
+
+
 class Tantivy:
     name = "tantivy"
 

@@ -147,13 +147,18 @@ impl CachedStemmer {
 
     /// The term of `word` (lowercased, elided, not a stop word): its stem when
     /// [`Self::applies_to`], then with its accents folded when the language folds them;
-    /// `word` itself when neither applies. `out` holds the term when it is not `word`.
+    /// `word` itself when neither applies, or when they would leave nothing (a word of
+    /// combining letters only, such as Tibetan subjoined ones). `out` holds the term when
+    /// it is not `word`.
     pub(crate) fn term<'a>(&self, word: &'a str, out: &'a mut String) -> &'a str {
         if self.applies_to(word) {
             self.stem_into(word, out);
         } else if self.language.folds_accents() && !word.is_ascii() {
             fold_accents_into(word, out);
         } else {
+            return word;
+        }
+        if out.is_empty() {
             return word;
         }
         out.as_str()
@@ -384,6 +389,7 @@ mod tests {
         assert_eq!(accented, fr.term("developpement", &mut b));
         assert!(accented.is_ascii(), "{accented}");
         assert_eq!(fr.term("é2", &mut a), "e2", "unstemmed terms fold too");
+        assert_eq!(fr.term("\u{f99}", &mut a), "\u{f99}", "never an empty term");
         let de = CachedStemmer::new(Language::German);
         assert_eq!(
             de.term("schön", &mut a),
