@@ -55,8 +55,6 @@ class Record:
 
 
 _D = TypeVar("_D", bound=Record)
-
-
 def build(cls: type[_D], **fields: Any) -> _D:
     """An instance of the frozen dataclass ``cls`` from every one of its fields, without
     the generated ``__init__``.
