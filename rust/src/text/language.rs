@@ -12,9 +12,10 @@
 //!   combining marks are removed (`développ` → `developp`), `œ` and `æ` become `oe` and
 //!   `ae`, so a query typed without accents finds accented text. Stemming comes first
 //!   because the Snowball rules are written for accented words. The other languages keep
-//!   their marks: in German, Dutch and Hungarian the stemmer itself removes the umlauts it
-//!   should; in the Nordic languages and Turkish `å ä ö ø ç ş` are letters of their own;
-//!   in Russian `й` is not `и`; in Tamil and Arabic the marks are vowels.
+//!   their marks: in German and Dutch the stemmer itself removes umlauts; in Hungarian
+//!   `á é ő ű` are vowels of their own; in the Nordic languages and Turkish
+//!   `å ä ö ø ç ş` are letters of their own; in Russian `й` is not `и`; in Tamil and
+//!   Arabic the marks are vowels.
 //!
 //! Each language's analyzer id, stored in the index manifest, names the language and the
 //! version of this pipeline: changing what a language does means a new id, so indexes
