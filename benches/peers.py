@@ -9,7 +9,8 @@ parsing), so that ``search_prepared`` times the engine call alone.
   :class:`KbdbEngine`.
 - ``bm25s``: ``bm25s.BM25`` (method ``lucene``, k1=1.5, b=0.75, its defaults) over
   ``bm25s.tokenize`` with English stop words and the PyStemmer English stemmer, on
-  ``title + " " + text``, as in bm25s's own BEIR benchmark. ``retrieve`` runs with
+  ``title + " " + text``, as in bm25s's own BEIR benchmark (another ``language``: its
+  bm25s stop words and PyStemmer stemmer). ``retrieve`` runs with
   ``n_threads=1`` unless told otherwise; bm25s then starts a one-worker thread pool per
   call (about 1.5 ms a query here), and ``n_threads=0`` is its path on the caller's thread.
 - ``tantivy``: tantivy-py, one ``en_stem`` text field holding ``title + " " + text`` (BM25
@@ -43,7 +44,7 @@ def _flat(doc: BeirDoc) -> str:
 class Bm25s:
     name = "bm25s"
 
-    def __init__(self, n_threads: int = 1) -> None:
+    def __init__(self, n_threads: int = 1, language: str = "english") -> None:
         try:
             import bm25s
             import Stemmer
@@ -51,13 +52,15 @@ class Bm25s:
             raise NotInstalled(str(e)) from None
         self.n_threads = n_threads
         self._bm25s = bm25s
-        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer = Stemmer.Stemmer(language)
+        # bm25s names its lists by language ("en" is its 33 Lucene words, as "english").
+        self._stopwords = "en" if language == "english" else language
         self._ids: list[str] = []
         self._retriever: Any = None
 
     def tokenize(self, texts: list[str]) -> Any:
         return self._bm25s.tokenize(
-            texts, stopwords="en", stemmer=self._stemmer, show_progress=False
+            texts, stopwords=self._stopwords, stemmer=self._stemmer, show_progress=False
         )
 
     def index(self, docs: Sequence[BeirDoc]) -> None:
@@ -72,7 +75,11 @@ class Bm25s:
 
     def prepare(self, query: str) -> Any:
         return self._bm25s.tokenize(
-            query, stopwords="en", stemmer=self._stemmer, return_ids=False, show_progress=False
+            query,
+            stopwords=self._stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
         )
 
     def search_prepared(self, prepared: Any, k: int) -> list[str]:
@@ -85,6 +92,49 @@ class Bm25s:
 
     def search(self, query: str, k: int) -> list[str]:
         return self.search_prepared(self.prepare(query), k)
+
+
+# A CJK run (Han, kana, Hangul) or a word of other letters and digits.
+_CJK_OR_WORD = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3041-\u30ff\u3130-\u318f"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\W_]+"
+)
+_CJK_CHAR = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3041-\u30ff\u3130-\u318f"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
+
+
+class Bm25sCjk(Bm25s):
+    """bm25s over the tokens of Lucene's ``CJKAnalyzer``: a run of CJK characters as its
+    overlapping bigrams (one character alone as itself), other words lowercased, without
+    the English stop words, stemmed by PyStemmer English. bm25s's own tokenizer keeps a
+    whole CJK run as one token, which no query matches unless it is the same run."""
+
+    name = "bm25s-cjk"
+
+    def __init__(self, n_threads: int = 1) -> None:
+        super().__init__(n_threads, language="english")
+        from bm25s.stopwords import STOPWORDS_EN
+
+        self._stop = frozenset(STOPWORDS_EN)
+
+    def _tokens(self, text: str) -> list[str]:
+        out: list[str] = []
+        for run in _CJK_OR_WORD.findall(text.lower()):
+            if _CJK_CHAR.match(run):
+                out.extend(
+                    [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+                )
+            elif run not in self._stop:
+                out.append(self._stemmer.stemWord(run))
+        return out
+
+    def tokenize(self, texts: list[str]) -> Any:
+        return [self._tokens(t) for t in texts]
+
+    def prepare(self, query: str) -> Any:
+        return [self._tokens(query)]
 
 
 class Tantivy:

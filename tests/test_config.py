@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kbdb.config import (
+    LANGUAGES,
     Config,
     EmbeddingConfig,
+    IndexConfig,
     LearnConfig,
     SearchConfig,
     config_keys,
@@ -32,7 +34,12 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-SECTIONS = {"embedding": EmbeddingConfig, "search": SearchConfig, "learn": LearnConfig}
+SECTIONS = {
+    "embedding": EmbeddingConfig,
+    "search": SearchConfig,
+    "learn": LearnConfig,
+    "index": IndexConfig,
+}
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -109,7 +116,7 @@ def test_schema_matches_the_dataclasses() -> None:
 def test_config_to_dict_round_trips() -> None:
     cfg = Config(search=SearchConfig(k1=2.0, fusion="linear"))
     data = config_to_dict(cfg)
-    assert set(data) == {"embedding", "search", "learn"}
+    assert set(data) == {"embedding", "search", "learn", "index"}
     assert data["embedding"]["model_path"] is None
     assert Config(**{s: SECTIONS[s](**d) for s, d in data.items()}) == cfg
 
@@ -154,7 +161,10 @@ def test_config_to_dict_round_trips() -> None:
         ("[learn]\nnear_duplicate_cosine = 1.01\n", "must be a number > 0 and <= 1 (got 1.01)"),
         ("[learn]\nnear_duplicate_cosine = [1]\n", "(got an array)"),
         ("[search]\nk2 = 1\n", "unknown key search.k2 (allowed: k1, b_heading"),
-        ("[indexing]\n", "unknown section [indexing] (allowed: [embedding], [search], [learn])"),
+        (
+            "[indexing]\n",
+            "unknown section [indexing] (allowed: [embedding], [search], [learn], [index])",
+        ),
         ("search = 3\n", "[search] must be a table (got 3)"),
         ("[search]\nk1 = \n", "invalid TOML"),
         ("[search\n", "line 1"),
@@ -348,6 +358,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "learn.max_file_bytes": st.integers(1, 2**62),
     "learn.near_duplicate_jaccard": st.floats(0, 1, exclude_min=True),
     "learn.near_duplicate_cosine": st.floats(0, 1, exclude_min=True),
+    "index.language": st.sampled_from(sorted(LANGUAGES)),
 }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "FIELD_BODY",
     "FIELD_CODE",
     "FIELD_PATH",
+    "languages",
     "Analyzer",
     "Index",
     "Hits",
@@ -40,14 +41,24 @@ FIELD_BODY: int  # bit 2: matched in the body field
 FIELD_CODE: int  # bit 4: matched in the code field
 FIELD_PATH: int  # bit 8: matched in the path field (file name, document title, headings above)
 
+def languages() -> list[tuple[str, str]]:
+    """The analyzer's languages as ``(English name, ISO 639-1 code)``, by name."""
+
 @final
 class Analyzer:
-    """The one analyzer used for indexing and for queries (SPEC §4.1)."""
+    """The one analyzer used for indexing and for queries (SPEC §4.1), of one language."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls, language: str = "english") -> Analyzer:
+        """``language``: an English name or ISO 639-1 code, in any case (``"de"``,
+        ``"German"``); an unknown one raises ``InvalidArgumentError`` listing the valid
+        ones."""
     @property
     def id(self) -> str:
-        """A stable id of the analyzer's configuration, stored in ``meta.toml``."""
+        """A stable id of the analyzer's configuration (language and pipeline version,
+        ``en-snowball-v1``), stored in ``meta.toml``."""
+    @property
+    def language(self) -> str:
+        """The language's English name (``"german"``)."""
     def terms(self, text: str) -> list[str]:
         """Index-time terms of ``text``, in order."""
     def tokens(self, text: str) -> list[tuple[str, int, int, int]]:
@@ -144,10 +155,15 @@ class Index:
     """
 
     @staticmethod
-    def open(path: str, *, create: bool = False, reset: bool = False) -> Index:
-        """Open the index in directory ``path``. With ``create``, an empty index is created
-        when ``meta.toml`` is missing. Missing without ``create`` raises ``FileNotFoundError``;
-        a damaged ``meta.toml`` or segment raises ``IndexCorruptError``.
+    def open(
+        path: str, *, create: bool = False, reset: bool = False, language: str = "english"
+    ) -> Index:
+        """Open the index in directory ``path``, to be written by the analyzer of
+        ``language``. With ``create``, an empty index is created when ``meta.toml`` is
+        missing. Missing without ``create`` raises ``FileNotFoundError``; a damaged
+        ``meta.toml`` or segment raises ``IndexCorruptError``. An index that another
+        analyzer built opens (``analyzer_id`` names it), and commits to it fail until
+        ``rebuild``.
 
         ``reset=True`` (caller holds the write lock) publishes an empty index over whatever
         is there (missing, corrupt or sound; the generation keeps counting up) and opens it:

@@ -83,15 +83,22 @@ def _anything(_: Any) -> bool:
 
 
 class _Rule:
-    """What a value must satisfy beyond its type, and how to say so. A plain class, as
-    is ``ConfigKey``: every command reads the configuration, and creating a dataclass
-    costs more than reading ``worker.toml`` (benches/bench_cold_start.py)."""
+    """What a value must satisfy beyond its type, and how to say so; ``canonical`` spells
+    an accepted value the one way it is stored. A plain class, as is ``ConfigKey``: every
+    command reads the configuration, and creating a dataclass costs more than reading
+    ``worker.toml`` (benches/bench_cold_start.py)."""
 
-    __slots__ = ("check", "phrase")
+    __slots__ = ("canonical", "check", "phrase")
 
-    def __init__(self, phrase: str, check: Callable[[Any], bool] = _anything) -> None:
+    def __init__(
+        self,
+        phrase: str,
+        check: Callable[[Any], bool] = _anything,
+        canonical: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.phrase = phrase
         self.check = check
+        self.canonical = canonical
 
 
 def _range(lo: int, hi: float = math.inf, *, lo_open: bool = False) -> _Rule:
@@ -117,6 +124,38 @@ def duration_seconds(text: str) -> float | None:
     return None if m is None else float(m.group(1)) * DURATION_SECONDS[m.group(2)]
 
 
+# The analyzer's languages (``rust/src/text/language.rs``; a test checks that the two
+# agree), English name -> ISO 639-1 code. Kept here so reading the configuration does not
+# load the engine.
+LANGUAGES = {
+    "arabic": "ar",
+    "danish": "da",
+    "dutch": "nl",
+    "english": "en",
+    "finnish": "fi",
+    "french": "fr",
+    "german": "de",
+    "greek": "el",
+    "hungarian": "hu",
+    "italian": "it",
+    "norwegian": "no",
+    "portuguese": "pt",
+    "romanian": "ro",
+    "russian": "ru",
+    "spanish": "es",
+    "swedish": "sv",
+    "tamil": "ta",
+    "turkish": "tr",
+}
+_LANGUAGE_OF = {**{code: name for name, code in LANGUAGES.items()}, **{n: n for n in LANGUAGES}}
+
+
+def language_name(text: str) -> str | None:
+    """The English name of the language ``text`` names by its ISO 639-1 code or English
+    name, in any case (``DE``, ``German`` -> ``german``); None for an unknown one."""
+    return _LANGUAGE_OF.get(text.strip().lower())
+
+
 _ANY = _Rule("")
 _UNIT = _range(0, 1)
 _THRESHOLD = _range(0, 1, lo_open=True)
@@ -127,6 +166,12 @@ _HALF_LIFE = _Rule(
 )
 _HTTP_URL = _Rule(
     'an http:// or https:// URL, or ""', lambda v: v == "" or v.startswith(("http://", "https://"))
+)
+_LANGUAGE = _Rule(
+    "a language name or ISO 639-1 code: "
+    + ", ".join(f"{name} ({code})" for name, code in LANGUAGES.items()),
+    lambda v: language_name(v) is not None,
+    lambda v: language_name(v),
 )
 _ENV_VAR = _Rule(
     "an environment variable name (letters, digits, _)", lambda v: bool(_ENV_NAME.match(v))
@@ -199,6 +244,8 @@ class ConfigKey:
             ok = isinstance(value, str)
         if not ok or (out is not None and not self.rule.check(out)):
             raise ConfigInvalidError(f"{self.dotted} must be {self.allowed} (got {_show(value)})")
+        if self.rule.canonical is not None:
+            out = self.rule.canonical(out)
         return out
 
     def parse(self, text: str) -> Any:
@@ -261,6 +308,7 @@ _ALL_KEYS = (
     ConfigKey("learn", "max_file_bytes", DEFAULT_MAX_FILE_BYTES, _range(0, lo_open=True)),
     ConfigKey("learn", "near_duplicate_jaccard", 0.85, _THRESHOLD),
     ConfigKey("learn", "near_duplicate_cosine", 0.92, _THRESHOLD),
+    ConfigKey("index", "language", "english", _LANGUAGE, active=True),
 )
 _DOCS = {
     "embedding.provider": '"none" (lexical only), "onnx" (local model) or "api" (HTTP service)',
@@ -330,9 +378,13 @@ _DOCS = {
     "learn.max_file_bytes": "larger files are skipped and reported",
     "learn.near_duplicate_jaccard": "report near duplicates at token-shingle Jaccard >= this",
     "learn.near_duplicate_cosine": "report near duplicates at embedding cosine >= this",
+    "index.language": (
+        "the analyzer's language (stemmer, stop words); changing it needs 'kbdb rebuild'"
+    ),
 }
 _SCHEMA: dict[str, tuple[ConfigKey, ...]] = {
-    s: tuple(k for k in _ALL_KEYS if k.section == s) for s in ("embedding", "search", "learn")
+    s: tuple(k for k in _ALL_KEYS if k.section == s)
+    for s in ("embedding", "search", "learn", "index")
 }
 _KEYS = {k.dotted: k for keys in _SCHEMA.values() for k in keys}
 
@@ -436,12 +488,21 @@ class LearnConfig(_Validated):
 
 
 @dataclass(frozen=True)
+class IndexConfig(_Validated):
+    """``[index]``: how text is analyzed into the lexical index (docs/languages.md)."""
+
+    _section: ClassVar[str] = "index"
+    language: str = "english"
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole ``worker.toml``. ``Config()`` is the default configuration."""
 
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     learn: LearnConfig = field(default_factory=LearnConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
 
     @property
     def effective_default_mode(self) -> Mode:
@@ -453,7 +514,7 @@ class Config:
 
 
 _SECTIONS: dict[str, type[_Validated]] = {
-    c._section: c for c in (EmbeddingConfig, SearchConfig, LearnConfig)
+    c._section: c for c in (EmbeddingConfig, SearchConfig, LearnConfig, IndexConfig)
 }
 
 
@@ -603,7 +664,8 @@ def load_config(path: Path) -> Config:
 
 
 def config_to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
-    """``{"embedding": {...}, "search": {...}, "learn": {...}}``; an unset model_path is None."""
+    """``{"embedding": {...}, "search": {...}, "learn": {...}, "index": {...}}``; an unset
+    model_path is None."""
     return {
         section: {f.name: getattr(getattr(cfg, section), f.name) for f in fields(cls)}  # type: ignore[arg-type]
         for section, cls in _SECTIONS.items()

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbdb.config import Config, default_config_text, load_config
+from kbdb.config import Config, default_config_text, language_name, load_config
 from kbdb.errors import InvalidArgumentError, KbLockedError, KbNotFoundError
 from kbdb.index.lexical import LexicalIndex
 from kbdb.index.vectors import VectorStore
@@ -64,15 +64,37 @@ def resolve(path: str | os.PathLike[str] | None) -> Path:
     )
 
 
-def create(path: str | os.PathLike[str]) -> Path:
+def create(path: str | os.PathLike[str], language: str | None = None) -> Path:
     """Create ``PATH/.kbdb`` (the configuration with its commented defaults, a
-    ``.gitignore`` for the derived files, the database) unless it exists; its folder."""
+    ``.gitignore`` for the derived files, the database) unless it exists; its folder.
+    ``language`` (a name or ISO 639-1 code) sets ``index.language`` in a new configuration;
+    an existing knowledge base must already have it."""
     root = Path(path).expanduser()
     kbdir = root if root.name == KBDB_DIR else root / KBDB_DIR
-    kbdir.mkdir(parents=True, exist_ok=True)
+    wanted = None if language is None else language_name(language)
+    if language is not None and wanted is None:
+        from kbdb.config import LANGUAGES
+
+        raise InvalidArgumentError(
+            f"unknown language {language!r}",
+            hint="valid languages: "
+            + ", ".join(f"{name} ({code})" for name, code in LANGUAGES.items()),
+        )
     config = kbdir / CONFIG_NAME
+    if wanted is not None and config.exists():
+        current = load_config(config).index.language
+        if current != wanted:
+            raise InvalidArgumentError(
+                f"the knowledge base at {kbdir} exists with index.language {current}",
+                hint=f"to change it: 'kbdb config set index.language {wanted}', then"
+                " 'kbdb rebuild'",
+            )
+    kbdir.mkdir(parents=True, exist_ok=True)
     if not config.exists():
-        config.write_text(default_config_text(), encoding="utf-8")
+        text = default_config_text()
+        if wanted is not None:
+            text = text.replace('language = "english"', f'language = "{wanted}"')
+        config.write_text(text, encoding="utf-8")
     gitignore = kbdir / ".gitignore"
     if not gitignore.exists():
         gitignore.write_text(f"{INDEX_DIR}/\n{LOCK_NAME}\n", encoding="utf-8")
@@ -94,7 +116,9 @@ class Context:
         self.index_dir = kbdir / INDEX_DIR
         self.db = Database(kbdir / DB_NAME)
         self.lock = WriteLock(kbdir / LOCK_NAME, timeout=lock_timeout())
-        self.index = LexicalIndex(self.index_dir, self.db, self.lock)
+        self.index = LexicalIndex(
+            self.index_dir, self.db, self.lock, language=self.config.index.language
+        )
         self.vectors = VectorStore(self.index_dir, self.db, self.config.embedding, kbdir)
         self._synonyms: Synonyms | None = None
         self._synonyms_lock = threading.Lock()
@@ -119,7 +143,7 @@ class Context:
 
             with self._synonyms_lock:
                 if self._snapshots is None:
-                    self._snapshots = Snapshots(self.db)
+                    self._snapshots = Snapshots(self.db, self.config.index.language)
         return self._snapshots.get(at)
 
     def synonyms(self) -> Synonyms | None:

@@ -128,9 +128,13 @@ class KnowledgeBase:
     # -- lifecycle ---------------------------------------------------------------------
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str] = ".") -> KnowledgeBase:
-        """Create ``PATH/.kbdb`` (or open it when it exists) and return it."""
-        kb = cls(create(path))
+    def init(
+        cls, path: str | os.PathLike[str] = ".", *, language: str | None = None
+    ) -> KnowledgeBase:
+        """Create ``PATH/.kbdb`` (or open it when it exists) and return it. ``language``:
+        the analyzer's language for a new knowledge base, an English name or ISO 639-1
+        code (``"german"``, ``"de"``; docs/languages.md), English when not given."""
+        kb = cls(create(path, language))
         kb.context.index.core  # noqa: B018 - creates the empty index now
         return kb
 

@@ -185,7 +185,7 @@ fn missing_files_and_versions() {
     // reset gives an empty index that a rebuild can fill; the old files are collected.
     let generation = Manifest::read(dir.path()).unwrap().generation;
     std::fs::write(dir.path().join("vectors.idx"), b"not ours").unwrap();
-    let index = Index::reset(dir.path()).unwrap();
+    let index = Index::reset(dir.path(), kbdb_core::text::Language::English).unwrap();
     assert_eq!((index.doc_count(), index.segment_count()), (0, 0));
     assert_eq!(index.generation(), generation + 1);
     index.rebuild(&random_docs(&mut Rng(6), 0, 10), 3).unwrap();

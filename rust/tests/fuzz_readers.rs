@@ -265,7 +265,7 @@ fn a_directory_in_place_of_any_lexical_file_is_corrupt_and_reset_clears_it() {
         fs::write(victim.join("stray"), b"x").unwrap();
         let r = Index::open(dir.path(), false);
         assert!(is_corrupt(&r), "{suffix}: {:?}", r.err());
-        let index = Index::reset(dir.path()).unwrap();
+        let index = Index::reset(dir.path(), kbdb_core::text::Language::English).unwrap();
         index.rebuild(&random_docs(&mut Rng(3), 0, 10), 3).unwrap();
         assert!(!victim.is_dir(), "{suffix}: the directory is still there");
         assert!(Index::open(dir.path(), false).unwrap().verify().is_empty());

@@ -5,6 +5,12 @@ up after every commit, under the writer lock. Readers that find it behind (a wri
 mid-update, or one crashed after its database commit) catch it up themselves when the lock
 is free, and otherwise serve the last published snapshot, which is consistent: search
 results are hydrated from the database and retired sections are dropped there.
+
+The index also records the analyzer that built it (``analyzer_id``: language and pipeline
+version). An index built by another analyzer than the configured one (``index.language``
+changed, or a kbdb whose analyzer changed) is never searched or added to: terms of two
+analyzers would not match. Using it raises ``INDEX_STALE`` until ``kbdb rebuild``; an
+index that holds nothing is rebuilt on the spot instead.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from pathlib import Path
 
 from kbdb import _core
 from kbdb._log import log
-from kbdb.errors import IndexCorruptError, KbLockedError
+from kbdb.config import LANGUAGES
+from kbdb.errors import IndexCorruptError, IndexStaleError, KbLockedError
 from kbdb.search.fields import index_fields
 from kbdb.store import Database, WriteLock
 from kbdb.store import queries as q
@@ -37,41 +44,76 @@ def _manifest_stamp(directory: Path) -> tuple[int, int, int, int] | None:
 CATCH_UP_BATCH = 20_000
 
 
-class LexicalIndex:
-    """The ``_core.Index`` under ``.kbdb/indexes/``, plus the logic that keeps it current."""
+def describe_analyzer(analyzer_id: str) -> str:
+    """``de-snowball-v1`` -> ``de-snowball-v1 (german)``; the id alone when its language is
+    not one this kbdb knows."""
+    code = analyzer_id.split("-", 1)[0]
+    name = next((n for n, c in LANGUAGES.items() if c == code), None)
+    return f"{analyzer_id} ({name})" if name else analyzer_id
 
-    def __init__(self, directory: Path, db: Database, lock: WriteLock) -> None:
+
+class LexicalIndex:
+    """The ``_core.Index`` under ``.kbdb/indexes/``, plus the logic that keeps it current.
+    ``language``: the configured analyzer language (``index.language``)."""
+
+    def __init__(
+        self, directory: Path, db: Database, lock: WriteLock, language: str = "english"
+    ) -> None:
         self.directory = directory
         self._db = db
         self._lock = lock
         self._index: _core.Index | None = None
         self._mutex = threading.Lock()
-        self.analyzer = _core.Analyzer()
+        self.language = language
+        self.analyzer = _core.Analyzer(language)
         # Per thread: the read cache (its connection's) and the database version at which
         # ``refresh`` last found the index in step with the database.
         self._agreed = threading.local()
 
     @property
     def core(self) -> _core.Index:
-        """The engine index, opened (and built or caught up if needed) on first use."""
+        """The engine index, opened (and built if missing) on first use.
+
+        Raises:
+            IndexStaleError: another analyzer than the configured one built it.
+        """
+        index = self.opened()
+        if index.analyzer_id != self.analyzer.id:
+            index.reload()  # another process may have rebuilt it since it was loaded
+            if index.analyzer_id != self.analyzer.id:
+                raise self.stale_error(index.analyzer_id)
+        return index
+
+    def opened(self) -> _core.Index:
+        """The engine index as it is, whichever analyzer built it: for ``stats`` and the
+        checks, which report what it holds. Searching and learning use :attr:`core`."""
         if self._index is None:
             with self._mutex:
                 if self._index is None:
                     self._index = self._open()
         return self._index
 
+    def stale_error(self, built_by: str) -> IndexStaleError:
+        """The error of an index that ``built_by`` (an analyzer id) built."""
+        return IndexStaleError(
+            f"the lexical index was built by analyzer {describe_analyzer(built_by)}, and "
+            f"index.language asks for {describe_analyzer(self.analyzer.id)}",
+            hint=f"run 'kbdb rebuild' to index the knowledge base in {self.language}",
+        )
+
     def _open(self) -> _core.Index:
         self.directory.mkdir(parents=True, exist_ok=True)
+        path = str(self.directory)
         try:
-            index = _core.Index.open(str(self.directory))
+            index = _core.Index.open(path, language=self.language)
         except FileNotFoundError:
             log.info("lexical index missing in %s; building it", self.directory)
             with self._lock.hold():
-                index = _core.Index.open(str(self.directory), create=True)
+                index = _core.Index.open(path, create=True, language=self.language)
                 self._rebuild(index)
             return index
-        if index.analyzer_id != self.analyzer.id:
-            log.info("analyzer changed (%s -> %s); rebuilding", index.analyzer_id, self.analyzer.id)
+        if index.analyzer_id != self.analyzer.id and index.doc_count == 0:
+            log.info("empty index of analyzer %s; rebuilding it", index.analyzer_id)
             with self._lock.hold():
                 self._rebuild(index)
         return index
@@ -88,6 +130,8 @@ class LexicalIndex:
         # Before the reload: a manifest published after it then shows as a change.
         manifest = _manifest_stamp(self.directory)
         index.reload()
+        if index.analyzer_id != self.analyzer.id:
+            raise self.stale_error(index.analyzer_id)  # rebuilt by another configuration
         # The head, and the version of the database it was read at (``current``).
         with self._db.read():
             cache = self._db.cache()
@@ -173,10 +217,12 @@ class LexicalIndex:
         with self._mutex:
             self.directory.mkdir(parents=True, exist_ok=True)
             try:
-                index = self._index or _core.Index.open(str(self.directory), create=True)
+                index = self._index or _core.Index.open(
+                    str(self.directory), create=True, language=self.language
+                )
             except IndexCorruptError:
                 log.warning("lexical index in %s is corrupt; rebuilding", self.directory)
-                index = _core.Index.open(str(self.directory), reset=True)
+                index = _core.Index.open(str(self.directory), reset=True, language=self.language)
             n = self._rebuild(index, progress)
             self._index = index
         return n

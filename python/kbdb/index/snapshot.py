@@ -34,9 +34,10 @@ KEEP = 4
 
 
 class Snapshot:
-    """The indexes of the sections live at ``at``, in a temporary folder."""
+    """The indexes of the sections live at ``at``, in a temporary folder, analyzed in
+    ``language`` (the knowledge base's ``index.language``)."""
 
-    def __init__(self, db: Database, at: str) -> None:
+    def __init__(self, db: Database, at: str, language: str = "english") -> None:
         self.at = at
         self._db = db
         self._dir = Path(tempfile.mkdtemp(prefix="kbdb-asof-"))
@@ -49,7 +50,7 @@ class Snapshot:
         docs = [
             (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9]))) for r in rows
         ]
-        self.index = _core.Index.open(str(self._dir), create=True)
+        self.index = _core.Index.open(str(self._dir), create=True, language=language)
         self.index.rebuild(docs, watermark=0)
 
     def vectors(self, store: VectorStore) -> VectorStore:
@@ -71,8 +72,9 @@ class Snapshot:
 class Snapshots:
     """The snapshots of one open knowledge base, the last ``KEEP`` used."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, language: str = "english") -> None:
         self._db = db
+        self._language = language
         self._kept: OrderedDict[tuple[str, int], Snapshot] = OrderedDict()
         self._mutex = threading.Lock()
 
@@ -84,7 +86,7 @@ class Snapshots:
             if snap is not None:
                 self._kept.move_to_end((at, head))
                 return snap
-            snap = Snapshot(self._db, at)
+            snap = Snapshot(self._db, at, self._language)
             self._kept[(at, snap.head)] = snap
             while len(self._kept) > KEEP:
                 _, old = self._kept.popitem(last=False)

@@ -88,11 +88,13 @@ def run_check(
     vector_model: str | None,
     progress: ProgressFn | None = None,
     quantized_scan: bool = False,
+    language: str = "english",
 ) -> CheckReport:
     """Check ``db`` and the indexes in ``index_dir``. ``vector_model``: the configured
     embedding model (None without a provider), which the vector index must match;
     ``quantized_scan``: whether ``vectors.q8`` should be current (a damaged one is reported
-    either way)."""
+    either way); ``language``: the configured analyzer language, whose analyzer the
+    lexical index must have been built by."""
     f = _Findings()
     checked: dict[str, int] = {}
     with db.read() as conn:
@@ -118,7 +120,7 @@ def run_check(
                 )
         head = q.max_seq(conn)
         live = q.live_count(conn)
-    checked["index_files"] = _check_lexical(index_dir, f, head, live)
+    checked["index_files"] = _check_lexical(index_dir, f, head, live, language)
     checked["vector_files"] = _check_vectors(
         index_dir, f, head, live, vector_model, quantized_scan=quantized_scan
     )
@@ -306,7 +308,7 @@ def _open_verified(
     return index, not problems
 
 
-def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int) -> int:
+def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int, language: str) -> int:
     if not (index_dir / "meta.toml").exists():
         f.add(
             "index_missing", "the lexical index is missing; it is rebuilt on next use", warning=True
@@ -316,10 +318,12 @@ def _check_lexical(index_dir: Path, f: _Findings, head: int, live: int) -> int:
     if opened is None:
         return 1
     index, verified = opened
-    if index.analyzer_id != _core.Analyzer().id:
+    wanted = _core.Analyzer(language).id
+    if index.analyzer_id != wanted:
         f.add(
             "index_behind",
-            "the lexical index was built by another analyzer; it is rebuilt on next use",
+            f"the lexical index was built by analyzer {index.analyzer_id}, index.language"
+            f" asks for {wanted}; searches fail with INDEX_STALE until 'kbdb rebuild'",
             warning=True,
         )
     if index.watermark < head:

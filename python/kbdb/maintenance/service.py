@@ -81,6 +81,7 @@ class Maintenance:
             vector_model=model,
             progress=progress,
             quantized_scan=ctx.config.embedding.quantized_scan,
+            language=ctx.config.index.language,
         )
 
     def gc(self, dry_run: bool, prune_retired: bool, older_than_days: float | None) -> GcReport:
@@ -130,7 +131,7 @@ class Maintenance:
         """The counts of the database, the sizes on disk and the index generation, after
         picking up other processes' index commits."""
         ctx = self._ctx
-        index = ctx.index.core
+        index = ctx.index.opened()  # a stale index is reported as it is, not refused
         index.reload()
         with ctx.db.read() as conn:
             c = q.counts(conn)

@@ -355,13 +355,14 @@ class LexicalSearcher:
 
     def _name_terms(self, docid: str) -> frozenset[str]:
         """The analyzed words of a document's name (no identifier whole forms)."""
-        got = _NAMES.get(docid)
+        key = (self.analyzer.id, docid)
+        got = _NAMES.get(key)
         if got is None:
             tokens = self.analyzer.query_tokens(file_stem(docid))
             got = frozenset(t for t, _, _, whole in tokens if not whole)
             if len(_NAMES) >= _NAMES_MAX:
                 _NAMES.clear()
-            _NAMES[docid] = got
+            _NAMES[key] = got
         return got
 
     def _sibling_boost(self, hits: list[Hit], links: Links, bodiless: bool) -> Links:
@@ -487,8 +488,9 @@ class LexicalSearcher:
         return items
 
 
-# Per docid: the analyzed words of its name (``LexicalSearcher._name_terms``).
-_NAMES: dict[str, frozenset[str]] = {}
+# Per analyzer id and docid: the analyzed words of its name (``LexicalSearcher._name_terms``;
+# knowledge bases of several languages may be open in one process).
+_NAMES: dict[tuple[str, str], frozenset[str]] = {}
 _NAMES_MAX = 16_384
 
 

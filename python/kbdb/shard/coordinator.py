@@ -59,7 +59,7 @@ class ShardedKnowledgeBase:
                     )
         self._config: Config = first["config"]
         self._vectors_enabled = first["embedding"] is not None
-        self._analyzer = _core.Analyzer()
+        self._analyzer = _core.Analyzer(self._config.index.language)
         if self._analyzer.id != first["analyzer"]:
             fanout.close()
             raise InvalidArgumentError(

@@ -224,7 +224,15 @@ def check(layout: Layout, progress: ProgressFn | None = None) -> list[Problem]:
         ctx = Context(d / ".kbdb")
         try:
             model = ctx.config.embedding.model if ctx.vectors.enabled else None
-            reports.append(run_check(ctx.db, ctx.index_dir, vector_model=model, progress=None))
+            reports.append(
+                run_check(
+                    ctx.db,
+                    ctx.index_dir,
+                    vector_model=model,
+                    progress=None,
+                    language=ctx.config.index.language,
+                )
+            )
             with ctx.db.read() as conn:
                 dangling += [(i, c, k, t) for c, k, t in sql.dangling(conn)]
                 for docid in sql.misrouted(conn, _owner(layout.count, i)):

@@ -17,7 +17,7 @@ use super::manifest::MANIFEST_FILE;
 use super::{Manifest, SegmentMeta, SegmentReader, Tombstones};
 use crate::error::{Error, Result};
 use crate::format::write_new_atomic;
-use crate::text::Analyzer;
+use crate::text::{Analyzer, Language};
 
 /// How often a reader re-reads the manifest when a file it names has vanished (a
 /// concurrent writer merged it away) before calling the index corrupt.
@@ -133,10 +133,17 @@ pub struct Index {
 }
 
 impl Index {
-    /// Opens the index in `dir`; with `create`, an empty one is created if `meta.toml` is
-    /// missing (racing creators are fine: the manifest is created with link-if-absent).
+    /// Opens the index in `dir` with the English analyzer; see [`Index::open_in`].
     pub fn open(dir: &Path, create: bool) -> Result<Index> {
-        let analyzer = Arc::new(Analyzer::new());
+        Self::open_in(dir, create, Language::English)
+    }
+
+    /// Opens the index in `dir`, to be written with the analyzer of `language`; with
+    /// `create`, an empty one is created if `meta.toml` is missing (racing creators are
+    /// fine: the manifest is created with link-if-absent). An index built by another
+    /// analyzer opens (its `analyzer_id` says so); commits to it fail until a rebuild.
+    pub fn open_in(dir: &Path, create: bool, language: Language) -> Result<Index> {
+        let analyzer = Arc::new(Analyzer::for_language(language));
         let meta = dir.join(MANIFEST_FILE);
         if create && !meta.exists() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;

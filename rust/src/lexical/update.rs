@@ -17,7 +17,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::format::write_atomic;
-use crate::text::Analyzer;
+use crate::text::Language;
 
 fn check_unique(docs: &[Doc]) -> Result<()> {
     let mut seen = HashSet::with_capacity(docs.len());
@@ -206,15 +206,15 @@ impl Index {
     }
 
     /// Publishes an empty index in `dir` whatever its current state (missing, corrupt or
-    /// sound), then opens it: the way to repair an index that cannot be opened before a
-    /// rebuild. The generation continues when the old manifest is readable. Caller holds
-    /// the write lock.
-    pub fn reset(dir: &Path) -> Result<Index> {
+    /// sound), then opens it for `language`: the way to repair an index that cannot be
+    /// opened before a rebuild. The generation continues when the old manifest is
+    /// readable. Caller holds the write lock.
+    pub fn reset(dir: &Path, language: Language) -> Result<Index> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let m = fresh_manifest(dir, Analyzer::new().id());
+        let m = fresh_manifest(dir, language.analyzer_id());
         m.write(dir)?;
         cleanup(dir, &m);
-        Index::open(dir, false)
+        Index::open_in(dir, false, language)
     }
 
     fn run_merges(&self, mut snap: Arc<Snapshot>, force: bool) -> Result<usize> {

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 
 use crate::error::Error;
-use crate::text::Analyzer;
+use crate::text::{Analyzer, Language};
 
 #[pyclass(frozen, name = "Analyzer", module = "kbdb._core")]
 pub struct PyAnalyzer {
@@ -48,15 +48,22 @@ impl CharOffsets {
 #[pymethods]
 impl PyAnalyzer {
     #[new]
-    fn new() -> Self {
-        PyAnalyzer {
-            inner: Arc::new(Analyzer::new()),
-        }
+    #[pyo3(signature = (language = "english"))]
+    fn new(language: &str) -> PyResult<Self> {
+        Ok(PyAnalyzer {
+            inner: Arc::new(Analyzer::for_language(Language::parse(language)?)),
+        })
     }
 
     #[getter]
     fn id(&self) -> &'static str {
         self.inner.id()
+    }
+
+    /// The language's English name (`german`).
+    #[getter]
+    fn language(&self) -> &'static str {
+        self.inner.language().name()
     }
 
     fn terms(&self, py: Python<'_>, text: &str) -> Vec<String> {

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::lexical::{
     parse_kbid, Bm25fParams, Clause, CorpusStats, Doc, GlobalStats, Hits, Index, Kbid, Query,
 };
+use crate::text::Language;
 
 #[pyclass(frozen, name = "Index", module = "kbdb._core")]
 pub struct PyIndex {
@@ -44,13 +45,20 @@ fn to_kbids(kbids: &[String]) -> Result<Vec<Kbid>> {
 #[pymethods]
 impl PyIndex {
     #[staticmethod]
-    #[pyo3(signature = (path, *, create = false, reset = false))]
-    fn open(py: Python<'_>, path: PathBuf, create: bool, reset: bool) -> PyResult<PyIndex> {
+    #[pyo3(signature = (path, *, create = false, reset = false, language = "english"))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        create: bool,
+        reset: bool,
+        language: &str,
+    ) -> PyResult<PyIndex> {
+        let language = Language::parse(language)?;
         let index = py.detach(|| {
             if reset {
-                Index::reset(&path)
+                Index::reset(&path, language)
             } else {
-                Index::open(&path, create)
+                Index::open_in(&path, create, language)
             }
         })?;
         Ok(PyIndex {

@@ -13,6 +13,13 @@ mod vector;
 use pyo3::prelude::*;
 
 use crate::lexical::{FIELD_BODY, FIELD_CODE, FIELD_HEADING, FIELD_PATH};
+use crate::text::LANGUAGES;
+
+/// The analyzer's languages as `(English name, ISO 639-1 code)`, by name.
+#[pyfunction]
+fn languages() -> Vec<(&'static str, &'static str)> {
+    LANGUAGES.iter().map(|l| (l.name(), l.code())).collect()
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FIELD_BODY", FIELD_BODY)?;
     m.add("FIELD_CODE", FIELD_CODE)?;
     m.add("FIELD_PATH", FIELD_PATH)?;
+    m.add_function(wrap_pyfunction!(languages, m)?)?;
     m.add_class::<analyzer::PyAnalyzer>()?;
     m.add_class::<index::PyIndex>()?;
     m.add_class::<index::PyHits>()?;

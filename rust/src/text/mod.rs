@@ -6,9 +6,11 @@
 //! - `pipeline`: word vs CJK routing, positions and offsets;
 //! - `normalize`: NFKC, apostrophes, possessive `'s`, lowercase;
 //! - `identifier`: camelCase / snake_case / acronym / letter-digit splitting;
-//! - `stopwords`: Lucene's 33 English stop words;
-//! - `stem`: Snowball English with a per-thread cache;
-//! - `cjk`: CJK runs as overlapping character bigrams.
+//! - `language`: the languages, and what each changes in the word path;
+//! - `stopwords`: Lucene's 33 English stop words, the Snowball lists of other languages;
+//! - `stem`: elision, stop words, Snowball stemming and accent folding per language, with
+//!   a per-thread cache;
+//! - `cjk`: CJK runs as overlapping character bigrams (in every language).
 //!
 //! Invariants: `analyze` and `analyze_query` produce identical `(term, position)`
 //! sequences for the same text; offsets are byte offsets into the caller's text, on char
@@ -18,6 +20,7 @@
 mod cjk;
 mod identifier;
 mod intern;
+mod language;
 mod normalize;
 mod pipeline;
 mod segment;
@@ -31,6 +34,7 @@ mod strtable;
 mod tests;
 
 pub use intern::TermIds;
+pub use language::{Language, LANGUAGES};
 pub use stopwords::{is_stop_word, STOP_WORDS};
 
 /// Terms longer than this (in UTF-8 bytes, after normalization) are not indexed; they
@@ -60,8 +64,9 @@ pub struct QueryToken {
     pub optional: bool,
 }
 
-/// The analyzer. Cheap to share across threads (`Send + Sync`): it holds only the
-/// stemmer's function pointer; the stem cache is per thread.
+/// The analyzer of one [`Language`] (English by default). Cheap to share across threads
+/// (`Send + Sync`): it holds the stemmer's function pointer and the stop words; the stem
+/// cache is per thread.
 pub struct Analyzer {
     stemmer: stem::CachedStemmer,
 }
@@ -79,16 +84,25 @@ impl std::fmt::Debug for Analyzer {
 }
 
 impl Analyzer {
+    /// The English analyzer.
     pub fn new() -> Self {
+        Self::for_language(Language::English)
+    }
+
+    pub fn for_language(language: Language) -> Self {
         Analyzer {
-            stemmer: stem::CachedStemmer::english(),
+            stemmer: stem::CachedStemmer::new(language),
         }
     }
 
-    /// A stable id of this analyzer's configuration; stored in the index manifest. A
-    /// mismatch forces a rebuild.
+    pub fn language(&self) -> Language {
+        self.stemmer.language()
+    }
+
+    /// A stable id of this analyzer's configuration (its language and the version of the
+    /// pipeline); stored in the index manifest. A mismatch asks for a rebuild.
     pub fn id(&self) -> &'static str {
-        "en-snowball-v1"
+        self.language().analyzer_id()
     }
 
     /// Index-time analysis. Calls `sink(term, position, start, end)` for each term in text

@@ -1,5 +1,5 @@
-//! Per-word normalization: NFKC, apostrophe folding, English possessive stripping and
-//! lowercasing. It owns no segmentation; it turns one source word into the buffers the
+//! Per-word normalization: NFKC, apostrophe folding, English possessive stripping,
+//! lowercasing and, for the languages that ask for it, accent folding. It owns no segmentation; it turns one source word into the buffers the
 //! identifier splitter and the stemmer read.
 //!
 //! Invariants: every function writes into a caller-owned `String` (cleared or appended
@@ -72,6 +72,25 @@ pub(crate) fn push_lower(s: &str, out: &mut String) {
     }
 }
 
+/// Writes `term` with its accents folded into `out` (cleared first): the canonical
+/// decomposition without its combining marks (`é` → `e`, `ç` → `c`, `ά` → `α`), and the
+/// ligatures `œ` and `æ` spelled out, as a user without those keys types them.
+pub(crate) fn fold_accents_into(term: &str, out: &mut String) {
+    out.clear();
+    if term.is_ascii() {
+        out.push_str(term);
+        return;
+    }
+    for c in term.nfd() {
+        match c {
+            'œ' => out.push_str("oe"),
+            'æ' => out.push_str("ae"),
+            c if is_combining_mark(c) => {}
+            c => out.push(c),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +127,22 @@ mod tests {
         assert_eq!(norm("ΟΔΟΣ"), "οδοσ");
         assert_eq!(norm("οδος"), "οδοσ");
         assert_eq!(norm("Straße"), "straße");
+    }
+
+    #[test]
+    fn accents_fold_to_the_base_letters() {
+        let fold = |w: &str| {
+            let mut out = String::new();
+            fold_accents_into(w, &mut out);
+            out
+        };
+        assert_eq!(fold("développ"), "developp");
+        assert_eq!(fold("garçon"), "garcon");
+        assert_eq!(fold("canción"), "cancion");
+        assert_eq!(fold("informação"), "informacao");
+        assert_eq!(fold("cœur"), "coeur");
+        assert_eq!(fold("ἀγάπη"), "αγαπη");
+        assert_eq!(fold("plain"), "plain");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!   between CJK and non-CJK characters (UAX #29 joins Hangul with Latin letters, and
 //!   `_` with Katakana). Contiguous CJK characters, across segments, form one run.
 //! - A non-CJK piece with a letter or digit is a *word*: NFKC, apostrophes, possessive,
-//!   identifier split, then per part lowercase, stop word check and stemming. A split
+//!   identifier split, then per part lowercase, elision, stop word check, stemming and
+//!   accent folding (the last three per language, `stem`). A split
 //!   identifier also yields its *whole form* (the lowercased parts concatenated,
 //!   unstemmed) at its first part's position, flagged `whole`, before its parts.
 //! - Positions: each word part, each stop word, each skipped term and each CJK gram takes
@@ -23,7 +24,6 @@ use super::identifier::{self, Part};
 use super::normalize::{nfkc_into, push_lower, strip_possessive};
 use super::segment::{chunk_segments, for_each_chunk};
 use super::stem::CachedStemmer;
-use super::stopwords::is_stop_word;
 use super::MAX_TOKEN_BYTES;
 
 /// A long word (over `MAX_TOKEN_BYTES`) is kept as parts only if they average at least
@@ -306,16 +306,12 @@ impl<F: Sink> Walk<'_, '_, F> {
 
     /// Emits the part in `self.lower` (stop words and over-long parts emit nothing).
     fn part(&mut self, position: u32, start: usize, end: usize) {
-        let lower = self.lower.as_str();
-        if lower.len() > MAX_TOKEN_BYTES || is_stop_word(lower) {
+        let stemmer = self.stemmer;
+        let lower = stemmer.elide(self.lower.as_str());
+        if lower.len() > MAX_TOKEN_BYTES || stemmer.is_stop_word(lower) {
             return;
         }
-        let term = if CachedStemmer::applies_to(lower) {
-            self.stemmer.stem_into(lower, &mut self.stem);
-            self.stem.as_str()
-        } else {
-            lower
-        };
+        let term = stemmer.term(lower, &mut self.stem);
         self.sink.term(Term {
             text: term,
             position,

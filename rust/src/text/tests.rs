@@ -253,7 +253,11 @@ const MIXED: &str =
     "[a-zA-Z0-9_.,:' ’ＡＢ１数据库東京タワーｶﾞ한국어\u{301}\u{E0100}\u{FE0F}ΣςİßǅⅫ½-]{0,80}";
 
 fn check_invariants(text: &str) -> Result<(), TestCaseError> {
-    let a = Analyzer::new();
+    check_invariants_in(text, Language::English)
+}
+
+fn check_invariants_in(text: &str, language: Language) -> Result<(), TestCaseError> {
+    let a = Analyzer::for_language(language);
     let mut index = Vec::new();
     let mut last = 0u32;
     let mut bad = None;
@@ -338,7 +342,19 @@ proptest! {
     fn invariants_on_mixed_scripts(text in MIXED) {
         check_invariants(&text)?;
     }
+
+    #[test]
+    fn invariants_in_every_language(
+        text in prop_oneof![any::<String>(), MIXED.prop_map(String::from), LATIN],
+        language in 0..LANGUAGES.len(),
+    ) {
+        check_invariants_in(&text, LANGUAGES[language])?;
+    }
 }
+
+/// Words of the Latin, Greek and Cyrillic scripts with accents, ligatures, apostrophes
+/// and elided articles: what elision, stemming and folding see.
+const LATIN: &str = "((l|qu|dell|d)['’])?[a-zA-ZàâçéèêëîïôûùüÿñæœÀÉÖÜßåøáíóúãõșțăΑ-ωά-ώа-яё'\u{301}\u{308}]{1,30}( [a-zàéœß'’]{1,12}){0,6}";
 
 /// Throughput on real prose and code (a folder of text files, `KBDB_TEXT_CORPUS`):
 /// `cargo test --release text::tests::throughput -- --ignored --nocapture`.

@@ -109,11 +109,23 @@ def set_(key: str, value: str) -> int:
     the file untouched (exit 2). For embedding.model_path, "" unsets it.
     """
     st = state()
-    cfg = set_value(_config_path(), key, value)
+    path = _config_path()
+    try:
+        language: str | None = load_config(path).index.language
+    except ConfigInvalidError:  # set can repair a broken file
+        language = None
+    cfg = set_value(path, key, value)
     spec = _key(key)
     new = config_to_dict(cfg)[spec.section][spec.name]
     if st.json:
         emit_json(config_to_dict(cfg))
     elif not st.quiet:
         click.echo(f"{key} = {_toml(new) if new is not None else '(unset)'}")
+    if key == "index.language" and cfg.index.language != language:
+        # The index keeps the terms of the old analyzer; the two never mix (docs/languages.md).
+        click.echo(
+            f"kbdb: run 'kbdb rebuild' to index the knowledge base in {cfg.index.language}"
+            " (an index built by another language's analyzer is not searched: INDEX_STALE)",
+            err=True,
+        )
     return 0

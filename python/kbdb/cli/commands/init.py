@@ -17,14 +17,14 @@ def _root(path: str) -> Path:
     return p.parent if p.name == KBDB_DIR else p
 
 
-def _init(target: str) -> int:
+def _init(target: str, language: str | None = None) -> int:
     """Create (or keep) ``target/.kbdb`` and report it."""
     from kbdb.kb import KnowledgeBase
 
     root = Path(target).expanduser()
     kbdir = root if root.name == KBDB_DIR else root / KBDB_DIR
     created = not (kbdir / "kb.sqlite").exists()
-    KnowledgeBase.init(root).close()
+    KnowledgeBase.init(root, language=language).close()
     path = str(kbdir.resolve())
     st = state()
     if st.json:
@@ -35,20 +35,27 @@ def _init(target: str) -> int:
     return 0
 
 
+_LANGUAGE_HELP = (
+    "the language of the text: stemming and stop words (an English name or ISO 639-1 code,"
+    " such as german or de; default english)"
+)
+
+
 @click.command(short_help="Create a knowledge base in PATH/.kbdb.")
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--language", metavar="L", help=_LANGUAGE_HELP)
 @global_options
-def init(path: str | None) -> int:
+def init(path: str | None, language: str | None) -> int:
     """Create a knowledge base: PATH/.kbdb (default: the current folder).
 
     Writes worker.toml with every setting and its default, and a .gitignore that keeps the
     rebuildable indexes/ out of git. Running it again leaves an existing knowledge base as
-    it is.
+    it is. --language sets index.language (docs/languages.md lists the languages).
     """
     db = state().db
     if path is not None and db is not None and _root(path) != _root(db):
         raise click.UsageError("give the folder either as PATH or with --db, not both")
-    return _init(path or db or ".")
+    return _init(path or db or ".", language)
 
 
 @click.group(short_help="Alias: 'db init --db PATH' is 'init PATH'.")
@@ -57,7 +64,8 @@ def db() -> None:
 
 
 @db.command("init", short_help="Create a knowledge base at --db PATH.")
+@click.option("--language", metavar="L", help=_LANGUAGE_HELP)
 @global_options
-def db_init() -> int:
+def db_init(language: str | None) -> int:
     """Create a knowledge base at --db PATH (default: the current folder)."""
-    return _init(state().db or ".")
+    return _init(state().db or ".", language)
