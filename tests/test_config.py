@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from kbdb.config import (
-    LANGUAGES,
     Config,
     EmbeddingConfig,
     IndexConfig,
@@ -28,6 +27,7 @@ from kbdb.config import (
     set_value,
 )
 from kbdb.errors import ConfigInvalidError
+from kbdb.languages import LANGUAGES
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,8 +11,9 @@ import pytest
 
 import kbdb
 from kbdb import _core
-from kbdb.config import LANGUAGES, load_config, set_value
+from kbdb.config import load_config, set_value
 from kbdb.errors import ConfigInvalidError, IndexStaleError, InvalidArgumentError
+from kbdb.languages import LANGUAGES
 
 GERMAN = {
     "katzen": "# Katzen\n\nDie Häuser der Katzen stehen im Garten. Eine Katze schläft gern.",

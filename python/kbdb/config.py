@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from kbdb.errors import ConfigInvalidError
+from kbdb.languages import language_list, language_name
 
 Provider = Literal["none", "onnx", "api"]
 POOLINGS = ("mean", "cls", "max", "lasttoken")  # kbdb.embedding.sbert runs these
@@ -124,38 +125,6 @@ def duration_seconds(text: str) -> float | None:
     return None if m is None else float(m.group(1)) * DURATION_SECONDS[m.group(2)]
 
 
-# The analyzer's languages (``rust/src/text/language.rs``; a test checks that the two
-# agree), English name -> ISO 639-1 code. Kept here so reading the configuration does not
-# load the engine.
-LANGUAGES = {
-    "arabic": "ar",
-    "danish": "da",
-    "dutch": "nl",
-    "english": "en",
-    "finnish": "fi",
-    "french": "fr",
-    "german": "de",
-    "greek": "el",
-    "hungarian": "hu",
-    "italian": "it",
-    "norwegian": "no",
-    "portuguese": "pt",
-    "romanian": "ro",
-    "russian": "ru",
-    "spanish": "es",
-    "swedish": "sv",
-    "tamil": "ta",
-    "turkish": "tr",
-}
-_LANGUAGE_OF = {**{code: name for name, code in LANGUAGES.items()}, **{n: n for n in LANGUAGES}}
-
-
-def language_name(text: str) -> str | None:
-    """The English name of the language ``text`` names by its ISO 639-1 code or English
-    name, in any case (``DE``, ``German`` -> ``german``); None for an unknown one."""
-    return _LANGUAGE_OF.get(text.strip().lower())
-
-
 _ANY = _Rule("")
 _UNIT = _range(0, 1)
 _THRESHOLD = _range(0, 1, lo_open=True)
@@ -167,11 +136,12 @@ _HALF_LIFE = _Rule(
 _HTTP_URL = _Rule(
     'an http:// or https:// URL, or ""', lambda v: v == "" or v.startswith(("http://", "https://"))
 )
+
+
 _LANGUAGE = _Rule(
-    "a language name or ISO 639-1 code: "
-    + ", ".join(f"{name} ({code})" for name, code in LANGUAGES.items()),
+    f"a language name or ISO 639-1 code: {language_list()}",
     lambda v: language_name(v) is not None,
-    lambda v: language_name(v),
+    language_name,
 )
 _ENV_VAR = _Rule(
     "an environment variable name (letters, digits, _)", lambda v: bool(_ENV_NAME.match(v))

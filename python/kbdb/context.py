@@ -14,10 +14,11 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbdb.config import Config, default_config_text, language_name, load_config
+from kbdb.config import Config, default_config_text, load_config
 from kbdb.errors import InvalidArgumentError, KbLockedError, KbNotFoundError
 from kbdb.index.lexical import LexicalIndex
 from kbdb.index.vectors import VectorStore
+from kbdb.languages import language_list, language_name
 from kbdb.search.lexical import LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.store import DB_NAME, Database, WriteLock
@@ -73,12 +74,8 @@ def create(path: str | os.PathLike[str], language: str | None = None) -> Path:
     kbdir = root if root.name == KBDB_DIR else root / KBDB_DIR
     wanted = None if language is None else language_name(language)
     if language is not None and wanted is None:
-        from kbdb.config import LANGUAGES
-
         raise InvalidArgumentError(
-            f"unknown language {language!r}",
-            hint="valid languages: "
-            + ", ".join(f"{name} ({code})" for name, code in LANGUAGES.items()),
+            f"unknown language {language!r}", hint=f"valid languages: {language_list()}"
         )
     config = kbdir / CONFIG_NAME
     if wanted is not None and config.exists():

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from kbdb import _core
 from kbdb._log import log
-from kbdb.config import LANGUAGES
 from kbdb.errors import IndexCorruptError, IndexStaleError, KbLockedError
+from kbdb.languages import LANGUAGES
 from kbdb.search.fields import index_fields
 from kbdb.store import Database, WriteLock
 from kbdb.store import queries as q
