@@ -117,10 +117,6 @@ def _missing(folder: Path) -> str:
     return f"has neither {MODEL_FILE} nor {WEIGHTS_FILE}"
 
 
-def _weights_sha(files: ModelFiles, cache: Path) -> str:
-    return source_sha256(files.model, cache)
-
-
 def _golden_check(
     spec: ModelSpec, tokenizer: Path, settings: ModelSettings
 ) -> Callable[[Path], None]:
@@ -146,7 +142,11 @@ def _ready(
         from kbdb.embedding.bert_onnx import built_model
 
         verify = None
-        if spec is not None and spec.golden and _weights_sha(found, cache) in spec.known_sums():
+        if (
+            spec is not None
+            and spec.golden
+            and source_sha256(found.model, cache) in spec.known_sums()
+        ):
             verify = _golden_check(spec, found.tokenizer, spec.settings)
         model = built_model(model.parent, cache_dir=cache, verify=verify)
     return ModelFiles(model=model, tokenizer=found.tokenizer, settings=settings)
@@ -255,7 +255,7 @@ def model_identity(
             if settings == spec.settings:
                 return cfg.model
             return f"{cfg.model}#{_fingerprint({'model': spec.name, **settings.as_dict()})}"
-        weights = _weights_sha(found, cache)
+        weights = source_sha256(found.model, cache)
         if spec is not None and weights in spec.known_sums() and settings == spec.settings:
             return cfg.model
         parts = {
