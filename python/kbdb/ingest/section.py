@@ -39,6 +39,10 @@ class ParsedSection:
         time: When it was said (the store's UTC form), for a turn with a time; else None.
         context: Text indexed with the section but not part of its content (stored as
             its description): for a conversation turn, the turn before it.
+        start_line: The first line of the section (its heading line, if any) in the
+            source text, counting from 1; None where lines mean nothing (a PDF page).
+        end_line: The last line of the section in the source text, inclusive.
+        page: The page a section of a paged format (PDF) starts on, from 1; else None.
     """
 
     heading: str
@@ -51,6 +55,9 @@ class ParsedSection:
     speaker: str | None = None
     time: str | None = None
     context: str | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,9 @@ class RawSection:
     content: str
     body: str
     code: str
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
 
 
 def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
@@ -119,6 +129,9 @@ def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
                 body=section.body,
                 code=section.code,
                 heading_path=path,
+                start_line=section.start_line,
+                end_line=section.end_line,
+                page=section.page,
             )
         )
     return tuple(out)

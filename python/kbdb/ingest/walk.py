@@ -29,6 +29,7 @@ silently dropped, since the user named it.
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
 import stat
@@ -38,7 +39,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from kbdb.errors import InvalidArgumentError
+from kbdb.ingest.formats import EXTENSIONS as FORMAT_EXTENSIONS
+from kbdb.ingest.formats import Format, format_of, split_with
 from kbdb.ingest.ignore import IGNORE_FILES, IgnoreLevel, is_ignored, load_level
+from kbdb.ingest.section import ParsedDocument
 
 logger = logging.getLogger("kbdb")
 
@@ -59,8 +63,10 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".gif": "image/gif",
     ".webp": "image/webp",
     ".svg": "image/svg+xml",
+    **FORMAT_EXTENSIONS,
 }
-"""Learnable file extensions (lower case, with the dot) and their MIME types."""
+"""Learnable file extensions (lower case, with the dot) and their MIME types. Those of
+documents and source code need an extra (``kbdb.ingest.formats``)."""
 
 JSONL_TYPE = "application/jsonl"
 """A ``.jsonl`` file: a conversation transcript, read a line at a time (``ingest.chat``).
@@ -217,7 +223,7 @@ def _walk_tree(
             stack.append((iter(sub), rel, _levels(levels, path, rel, sub)))
             continue
         kind = _type_of(name)
-        if kind is None or is_ignored(levels, rel, is_dir=False):
+        if kind is None or _quietly_unread(kind) or is_ignored(levels, rel, is_dir=False):
             continue
         escape = None if follow_symlinks else _escapes(entry, real_root)
         if escape is not None:
@@ -271,6 +277,13 @@ def _type_of(name: str) -> str | None:
     return SUPPORTED_EXTENSIONS.get(os.path.splitext(name)[1].lower())
 
 
+def _quietly_unread(kind: str) -> bool:
+    """A format a folder learn leaves out without a word: source code without the code
+    extra."""
+    fmt = format_of(kind)
+    return fmt is not None and fmt.quiet_without_extra and not fmt.available()
+
+
 def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
     path, rel = candidate.path, candidate.rel
     if candidate.error is not None:
@@ -278,6 +291,9 @@ def _inspect(candidate: _Candidate, max_file_bytes: int) -> FileEntry | Skipped:
     if candidate.type is None:
         ext = os.path.splitext(path.name)[1] or path.name
         return Skipped(path, rel, f"unsupported file type '{ext}'", "UNSUPPORTED_TYPE")
+    fmt = format_of(candidate.type)
+    if fmt is not None and not fmt.available():
+        return Skipped(path, rel, fmt.missing_reason(), "UNSUPPORTED_TYPE")
     try:
         st = candidate.entry.stat() if candidate.entry is not None else path.stat()
     except FileNotFoundError:
@@ -332,7 +348,7 @@ class TreeRules:
         if not rel:
             return None
         folder, _, name = rel.rpartition("/")
-        if _excluded_name(name) or (kind := _type_of(name)) is None:
+        if _excluded_name(name) or (kind := _type_of(name)) is None or _quietly_unread(kind):
             return None
         levels = self._rules(folder)
         if levels is None or is_ignored(levels, rel, is_dir=False):
@@ -487,6 +503,23 @@ def load(entry: FileEntry) -> LoadedFile | Skipped:
         return LoadedFile(entry, _decode(entry, data))
     except FileRejectedError as exc:
         return Skipped(entry.path, entry.rel, exc.reason, exc.skip_code)
+
+
+def read_format(fmt: Format, entry: FileEntry) -> tuple[ParsedDocument, str]:
+    """Read and split a walked file of an extra's format (``kbdb.ingest.formats``): the
+    document, and the text that stands for the file in its checksum (a binary file's
+    SHA-256, a source file's text).
+
+    Raises:
+        FileRejectedError: the file cannot be read, or is binary or not UTF-8 where text
+            is due.
+        FormatRejectedError: the format's reader rejects it.
+    """
+    if fmt.binary:
+        data = _read_bytes(entry)
+        return split_with(fmt, data, name=entry.path.name), hashlib.sha256(data).hexdigest()
+    text = read_text(entry)
+    return split_with(fmt, text, name=entry.path.name), text
 
 
 def _read_bytes(entry: FileEntry) -> bytes:

@@ -111,10 +111,13 @@ def build_parsed(
     section_type: str | None,
     source_path: str | None,
     mode: ReplaceMode,
+    content_type: str | None = None,
 ) -> Pending:
     """A split document (of the normalized ``type``) as a pending one: kbids, source
     keys, parents and warnings. ``checksum_text`` stands for its source in the document's
-    checksum."""
+    checksum. ``content_type``: the MIME type of the sections when it is not the
+    document's (the text taken out of a PDF is stored as Markdown)."""
+    stored_type = content_type or type
     doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
     doc_title = title or parsed.title
     stype = section_type or DEFAULT_SECTION_TYPE
@@ -124,7 +127,7 @@ def build_parsed(
     seen_keys: dict[str, int] = {}
     single = len(parsed.sections) == 1
     for ps in parsed.sections:
-        kbid = compute_kbid(type, ps.heading, ps.content)
+        kbid = compute_kbid(stored_type, ps.heading, ps.content)
         key = source_key(source, ps.heading_path)
         n = seen_keys.get(key, 0) + 1
         seen_keys[key] = n
@@ -140,7 +143,7 @@ def build_parsed(
             w.append("heading_missing")
         if not ps.content.strip():
             w.append("empty_content")
-        if not is_image(type) and find_secrets(ps.heading + "\n" + ps.content):
+        if not is_image(stored_type) and find_secrets(ps.heading + "\n" + ps.content):
             w.append(POSSIBLE_SECRET)
         warnings[kbid] = tuple(dict.fromkeys(warnings.get(kbid, ()) + tuple(w)))
         sections.append(
@@ -150,7 +153,7 @@ def build_parsed(
                 level=ps.level,
                 parent=parent,
                 content=ps.content,
-                type=type,
+                type=stored_type,
                 section_type=stype,
                 title=sec_title,
                 description=sec_desc,
@@ -158,6 +161,9 @@ def build_parsed(
                 tags=doc_tags,
                 speaker=ps.speaker,
                 spoken_at=ps.time,
+                start_line=ps.start_line,
+                end_line=ps.end_line,
+                page=ps.page,
             )
         )
     checksum = hashlib.sha256(

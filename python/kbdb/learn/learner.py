@@ -31,6 +31,8 @@ from kbdb.ingest import (
     walk,
 )
 from kbdb.ingest.content import is_image
+from kbdb.ingest.formats import format_of
+from kbdb.ingest.walk import read_format
 from kbdb.knowledge.neardup import NearDuplicateFinder
 from kbdb.learn.chat import json_transcript, read_transcript, transcript_pendings
 from kbdb.learn.items import (
@@ -39,6 +41,7 @@ from kbdb.learn.items import (
     Pending,
     ProgressFn,
     build_document,
+    build_parsed,
     item_docid,
     utc_now,
 )
@@ -420,8 +423,12 @@ def parse_entry(
         return [ParsedFile(path, None, SkippedFile(path, entry.reason, entry.code))]
     title = None
     transcript = None
+    fmt = format_of(entry.type)
+    document = None
     try:
-        if is_image(entry.type):
+        if fmt is not None:
+            document, text = read_format(fmt, entry)
+        elif is_image(entry.type):
             loaded = load(entry)
             if isinstance(loaded, Skipped):
                 return [ParsedFile(path, None, SkippedFile(path, loaded.reason, loaded.code))]
@@ -452,6 +459,22 @@ def parse_entry(
         items += [ParsedFile(path, None, s) for s in skips]
         return [dataclasses.replace(it, first_of_file=i == 0) for i, it in enumerate(items)]
     try:
+        if fmt is not None and document is not None:
+            pending = build_parsed(
+                document,
+                docid=doc,
+                source=entry.rel,
+                checksum_text=text,
+                type=fmt.mime,
+                title=None,
+                description=None,
+                tags=tags,
+                section_type=None,
+                source_path=path,
+                mode="document",
+                content_type=fmt.section_type,
+            )
+            return [ParsedFile(path, pending, None)]
         pending = build_document(
             docid=doc,
             source=entry.rel,

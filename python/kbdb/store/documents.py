@@ -33,6 +33,11 @@ class NewSection:
     tags: tuple[str, ...]
     speaker: str | None = None  # a conversation turn's speaker (``section_turns``)
     spoken_at: str | None = None  # and its time, which is then the section's time
+    # Where the section is in its source (a citation): first and last line, from 1, and
+    # the page of a paged format. None when unknown.
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
 
 
 @dataclass(frozen=True)
