@@ -8,6 +8,7 @@ stderr, so that ``kbdb search x > out`` captures only results.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import unicodedata
@@ -22,7 +23,14 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from kbdb.learn import LearnProgress
-    from kbdb.types import LearnReport, RecallResult, SearchItem, SearchResult, Stats
+    from kbdb.types import (
+        LearnReport,
+        RecallResult,
+        SearchItem,
+        SearchResult,
+        SourceRef,
+        Stats,
+    )
 
 MATCH_STYLE = "bold yellow"
 KBID_WIDTH = 32
@@ -94,6 +102,23 @@ def highlight(text: str, terms: Sequence[str]) -> Text:
     return out
 
 
+def place(source: SourceRef, docids: Sequence[str]) -> str:
+    """Where a hit is, as a table shows it: ``path:12-40`` (the path relative to the
+    working folder when it is inside it), else its documents."""
+    from kbdb.types import SourceRef
+
+    if source.path is None:
+        return ", ".join(docids)
+    rel = os.path.relpath(source.path) if os.path.isabs(source.path) else source.path
+    shown = SourceRef(
+        source.path if rel.startswith("..") else rel,
+        source.start_line,
+        source.end_line,
+        source.page,
+    )
+    return shown.cite() or ""
+
+
 def _section_cell(item: SearchItem, *, with_heading: bool = True) -> Text:
     from rich.text import Text
 
@@ -102,8 +127,9 @@ def _section_cell(item: SearchItem, *, with_heading: bool = True) -> Text:
         cell.append(item.heading or "(no heading)", style="bold" if item.heading else "dim")
         cell.append("\n")
     cell.append(item.kbid, style="dim")
-    if item.docids:
-        cell.append("\n" + ", ".join(item.docids), style="cyan")
+    where = place(item.source, item.docids)
+    if where:
+        cell.append("\n" + where, style="cyan")
     if item.tags:
         cell.append("  " + " ".join(f"#{t}" for t in item.tags), style="magenta")
     if item.section_type != "section":
@@ -179,8 +205,9 @@ def search_row(n: int, item: SearchItem) -> list[list[tuple[str, str]]]:
         ("\n", ""),
         (item.kbid, "dim"),
     ]
-    if item.docids:
-        section.append(("\n" + clean(", ".join(item.docids)), "cyan"))
+    where = place(item.source, item.docids)
+    if where:
+        section.append(("\n" + clean(where), "cyan"))
     if item.tags:
         section.append(("  " + clean(" ".join(f"#{t}" for t in item.tags)), "magenta"))
     if item.section_type != "section":
@@ -244,8 +271,9 @@ def _summary(res: SearchResult) -> str:
     return " · ".join(parts)
 
 
-def render_recall(res: RecallResult) -> None:
-    """Each section: a rule with its heading, its fields, then its content."""
+def render_recall(res: RecallResult, *, lines: bool = False) -> None:
+    """Each section: a rule with its heading, its fields, then its content; with
+    ``lines``, each line of content numbered as in its source file."""
     from rich.rule import Rule
     from rich.text import Text
 
@@ -260,6 +288,8 @@ def render_recall(res: RecallResult) -> None:
             meta.append(f"\ndescription: {s.description}")
         if s.docids:
             meta.append("\ndocids: " + ", ".join(s.docids), style="cyan")
+        cite = place(s.source, ()) if s.source.path else None
+        meta.append(f"\nsource: {cite or 'unknown'}", style="cyan" if cite else "dim")
         if s.tags:
             meta.append("\ntags: " + ", ".join(s.tags), style="magenta")
         meta.append(f"\ncreated {s.created_at}", style="dim")
@@ -277,8 +307,44 @@ def render_recall(res: RecallResult) -> None:
                 style="dim",
                 markup=False,
             )
+        elif lines:
+            numbered = numbered_lines(s.content, s.type, s.source)
+            if numbered is None:
+                out.print(
+                    "(line numbers unknown: the section was learned from text given in a"
+                    " call, from a format without lines, or before kbdb recorded them)",
+                    style="dim",
+                    markup=False,
+                )
+                out.print(Text(s.content.strip("\n")))
+            else:
+                width = len(str(numbered[-1][0]))
+                for n, line in numbered:
+                    row = Text(f"{n:>{width}}  ", style="dim")
+                    row.append(line)
+                    out.print(row)
         else:
             out.print(Text(s.content.strip("\n")))
+
+
+def numbered_lines(content: str, type: str, source: SourceRef) -> list[tuple[int, str]] | None:
+    """The content's lines with their numbers in the source file, or None when they are
+    not known: no lines recorded, a format whose content is not the file's text (HTML,
+    PDF), or content that does not fit the recorded span. The content is the end of the
+    span (a heading line comes before it), so lines are counted back from ``end_line``."""
+    if source.start_line is None or source.end_line is None or source.page is not None:
+        return None
+    if type == "text/html" or type.startswith("image/"):
+        return None
+    rows = content.split("\n")
+    while rows and not rows[-1].strip():
+        rows.pop()
+    while rows and not rows[0].strip():
+        rows.pop(0)
+    first = source.end_line - len(rows) + 1
+    if not rows or first < source.start_line:
+        return None
+    return [(first + i, row) for i, row in enumerate(rows)]
 
 
 def human_bytes(n: int) -> str:

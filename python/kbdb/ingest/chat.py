@@ -331,9 +331,10 @@ def turn_heading(speaker: str, time: str | None) -> str:
     return f"{speaker} · {day} {_MONTHS[month - 1]} {year} {clock}"
 
 
-def split_session(session: ChatSession) -> ParsedDocument:
+def split_session(session: ChatSession, *, lines: bool = False) -> ParsedDocument:
     """A session as a parsed document: one level-1 section a turn, in order. Each turn
-    after the first carries the one before it as its context (:func:`turn_context`)."""
+    after the first carries the one before it as its context (:func:`turn_context`).
+    ``lines``: the turns' ``where`` are lines of the file (JSONL), so they are cited."""
     sections: list[ParsedSection] = []
     seen: dict[str, int] = {}
     previous = None
@@ -354,6 +355,8 @@ def split_session(session: ChatSession) -> ParsedDocument:
                 speaker=turn.speaker,
                 time=turn.time,
                 context=None if previous is None else turn_context(previous),
+                start_line=turn.where if lines else None,
+                end_line=turn.where if lines else None,
             )
         )
         previous = turn

@@ -56,6 +56,8 @@ class _Splitter(HTMLParser):
         self._parts: list[tuple[bool, str]] = []  # (is code, text) of the open section
         self._pre = 0
         self._pre_text: list[str] = []
+        self._start_line: int | None = None  # where the open section starts in the source
+        self.last_line = 1  # the last line of the source with visible text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _HIDDEN:
@@ -70,8 +72,9 @@ class _Splitter(HTMLParser):
             self._meta(dict(attrs))
         elif tag in _HEADINGS and not self._pre:
             self._end_heading()
-            self._finish_section()
+            self._finish_section(self.last_line)
             self._heading = (_HEADINGS[tag], [])
+            self._start_line = self.getpos()[0]
         elif tag == "pre":
             if not self._pre:
                 self._pre_text = []
@@ -108,16 +111,23 @@ class _Splitter(HTMLParser):
             self._title.append(data)
         elif self._in_head:
             return
-        elif self._pre:
-            self._pre_text.append(data)
         else:
-            self._text(_SPACE.sub(" ", data))  # source newlines are not line breaks
+            if data.strip():
+                line = self.getpos()[0]
+                if self._start_line is None:
+                    lead = data[: len(data) - len(data.lstrip())]
+                    self._start_line = line + lead.count("\n")
+                self.last_line = line + data.rstrip().count("\n")
+            if self._pre:
+                self._pre_text.append(data)
+            else:
+                self._text(_SPACE.sub(" ", data))  # source newlines are not line breaks
 
     def finish(self) -> None:
         if self._pre:
             self._end_pre()
         self._end_heading()
-        self._finish_section()
+        self._finish_section(self.last_line)
         title = _SPACE.sub(" ", "".join(self._title)).strip()
         self.title = title or None
 
@@ -150,8 +160,9 @@ class _Splitter(HTMLParser):
         self._heading = None
         self._current = (_SPACE.sub(" ", "".join(parts)).strip(), level)
 
-    def _finish_section(self) -> None:
+    def _finish_section(self, end_line: int) -> None:
         heading, level = self._current
+        start_line, self._start_line = self._start_line, None
         parts, self._parts = self._parts, []
         content: list[str] = []
         body: list[str] = []
@@ -172,8 +183,17 @@ class _Splitter(HTMLParser):
         body.append(content[-1])
         if level == 0 and not "".join(content).strip():
             return  # blank preamble
+        first = start_line if start_line is not None else end_line
         self.raw.append(
-            RawSection(heading, level, "".join(content), "".join(body), "\n".join(blocks))
+            RawSection(
+                heading,
+                level,
+                "".join(content),
+                "".join(body),
+                "\n".join(blocks),
+                first,
+                max(first, end_line),
+            )
         )
 
 

@@ -99,10 +99,17 @@ def split_markdown(text: str) -> ParsedDocument:
     first = headings[0].start if headings else len(lines)
     preamble = lines[start:first]
     if any(line.strip() for line in preamble):
-        raw.append(_raw_section("", 0, preamble))
+        raw.append(_raw_section("", 0, preamble, _span(lines, start, first)))
     for i, heading in enumerate(headings):
         stop = headings[i + 1].start if i + 1 < len(headings) else len(lines)
-        raw.append(_raw_section(heading.text, heading.level, lines[heading.content_start : stop]))
+        raw.append(
+            _raw_section(
+                heading.text,
+                heading.level,
+                lines[heading.content_start : stop],
+                _span(lines, heading.start, stop, headed=True),
+            )
+        )
     sections = build_sections(raw)
 
     title = _meta_str(meta.get("title"))
@@ -130,10 +137,12 @@ def split_text(text: str, *, heading: str = "") -> ParsedDocument:
         A document with one level-0 section whose ``body`` is the whole text and whose
         ``code`` is empty; no sections when both the text and the heading are blank.
     """
-    content = "".join(_lines(text))
+    lines = _lines(text)
+    content = "".join(lines)
     heading = heading.strip()
     if not heading and not content.strip():
         return ParsedDocument(None, None, (), (), ())
+    first, last = _span(lines, 0, len(lines)) if content.strip() else (None, None)
     section = ParsedSection(
         heading=heading,
         level=0,
@@ -142,6 +151,8 @@ def split_text(text: str, *, heading: str = "") -> ParsedDocument:
         body=content,
         code="",
         heading_path=(),
+        start_line=first,
+        end_line=last,
     )
     return ParsedDocument(None, None, (), (section,), ())
 
@@ -281,7 +292,22 @@ def _is_paragraph(line: str) -> bool:
     return not (_LIST_ITEM.match(line) or _QUOTE.match(line) or _THEMATIC.match(line))
 
 
-def _raw_section(heading: str, level: int, lines: list[str]) -> RawSection:
+def _span(lines: list[str], start: int, stop: int, *, headed: bool = False) -> tuple[int, int]:
+    """The 1-based first and last line of ``lines[start:stop]`` as a citation shows it:
+    blank lines at the ends left out (a headed section starts at its heading line)."""
+    first = start
+    if not headed:
+        while first < stop - 1 and not lines[first].strip():
+            first += 1
+    last = stop - 1
+    while last > first and not lines[last].strip():
+        last -= 1
+    return first + 1, last + 1
+
+
+def _raw_section(
+    heading: str, level: int, lines: list[str], span: tuple[int, int] | None = None
+) -> RawSection:
     body: list[str] = []
     blocks: list[str] = []
     fence: _Fence | None = None
@@ -304,7 +330,8 @@ def _raw_section(heading: str, level: int, lines: list[str]) -> RawSection:
     if fence is not None:
         blocks.append("".join(block).removesuffix("\n"))
     code = "\n".join(b for b in blocks if b.strip())
-    return RawSection(heading, level, "".join(lines), "".join(body), code)
+    first, last = span if span is not None else (None, None)
+    return RawSection(heading, level, "".join(lines), "".join(body), code, first, last)
 
 
 __all__ = [

@@ -41,6 +41,7 @@ from kbdb.types import (
     Section,
     TagCount,
     TagList,
+    source_ref,
 )
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class Lifecycle:
             docids = q.docids_of(conn, wanted)
             tags = q.tags_of(conn, wanted)
             spans = history.intervals(conn, wanted)
+            sources = q.sources_of(conn, wanted, docid)
         out = []
         for k in wanted:
             r = rows[k]
@@ -176,6 +178,7 @@ class Lifecycle:
                     retired=r["retired_at"] is not None,
                     valid_from=start,
                     valid_until=end,
+                    source=source_ref(sources.get(k)),
                 )
             )
         return RecallResult(sections=tuple(out))

@@ -8,6 +8,7 @@ into pending ones, as ``learner.parse_file`` does for any other file.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 
 from kbdb.ingest import FileEntry
@@ -72,7 +73,7 @@ def transcript_pendings(
         doc = session_docid(docid, session)
         pendings.append(
             build_parsed(
-                split_session(session),
+                split_session(session, lines=entry.type == JSONL_TYPE),
                 docid=doc,
                 source=session_docid(entry.rel, session),
                 checksum_text=session_text(session),
@@ -81,7 +82,7 @@ def transcript_pendings(
                 description=None,
                 tags=tags,
                 section_type=TURN_SECTION_TYPE,
-                source_path=path,
+                source_path=os.path.abspath(path),
                 mode="document",
             )
         )

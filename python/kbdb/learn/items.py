@@ -118,6 +118,8 @@ def build_parsed(
     checksum. ``content_type``: the MIME type of the sections when it is not the
     document's (the text taken out of a PDF is stored as Markdown)."""
     stored_type = content_type or type
+    # Lines count in a file; content given in a call has none to cite (SPEC §4.3).
+    cited = source_path is not None
     doc_tags = tuple(dict.fromkeys([*tags, *parsed.tags]))
     doc_title = title or parsed.title
     stype = section_type or DEFAULT_SECTION_TYPE
@@ -161,9 +163,9 @@ def build_parsed(
                 tags=doc_tags,
                 speaker=ps.speaker,
                 spoken_at=ps.time,
-                start_line=ps.start_line,
-                end_line=ps.end_line,
-                page=ps.page,
+                start_line=ps.start_line if cited else None,
+                end_line=ps.end_line if cited else None,
+                page=ps.page if cited else None,
             )
         )
     checksum = hashlib.sha256(

@@ -11,6 +11,7 @@ interleave with a long learn.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -470,7 +471,7 @@ def parse_entry(
                 description=None,
                 tags=tags,
                 section_type=None,
-                source_path=path,
+                source_path=os.path.abspath(path),
                 mode="document",
                 content_type=fmt.section_type,
             )
@@ -484,7 +485,7 @@ def parse_entry(
             description=None,
             tags=tags,
             section_type=None,
-            source_path=path,
+            source_path=os.path.abspath(path),
             mode="document",
         )
     except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on

@@ -78,7 +78,14 @@ ENTRY_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("kbid", str, True),
     ("ord", int, True),
     ("live", bool, True),
+    ("start_line", int, False),
+    ("end_line", int, False),
+    ("page", int, False),
 )
+
+Entry = tuple[str, int, bool, int | None, int | None, int | None]
+"""A document's entry: (kbid, ord, live, start_line, end_line, page); the last three are
+where the section is in the document's source, None when unknown."""
 
 
 class SnapshotError(InvalidArgumentError):
@@ -132,12 +139,11 @@ def encode_section(s: Mapping[str, Any]) -> bytes:
     return (FENCE + _table(s, SECTION_KEYS) + FENCE + content).encode("utf-8")
 
 
-def encode_document(d: Mapping[str, Any], entries: Sequence[tuple[str, int, bool]]) -> bytes:
+def encode_document(d: Mapping[str, Any], entries: Sequence[Entry]) -> bytes:
     out = [_table(d, DOCUMENT_KEYS)]
-    for kbid, ord_, live in entries:
-        out.append(
-            f"\n[[entries]]\n{_table({'kbid': kbid, 'ord': ord_, 'live': live}, ENTRY_KEYS)}"
-        )
+    for entry in entries:
+        values = dict(zip((k for k, _t, _r in ENTRY_KEYS), entry, strict=True))
+        out.append(f"\n[[entries]]\n{_table(values, ENTRY_KEYS)}")
     return "".join(out).encode("utf-8")
 
 
@@ -302,7 +308,7 @@ def parse_section(path: Path) -> dict[str, Any]:
     return s
 
 
-def parse_document(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, bool]]]:
+def parse_document(path: Path) -> tuple[dict[str, Any], list[Entry]]:
     text = read_utf8(path)
     data = _fast_table(text)
     if data is None:
@@ -320,7 +326,10 @@ def parse_document(path: Path) -> tuple[dict[str, Any], list[tuple[str, int, boo
         f = _fields(e, ENTRY_KEYS, path)
         if not KBID_RE.fullmatch(f["kbid"]):
             raise _bad(path, f"entry kbid {f['kbid']!r} is not a kbid")
-        entries.append((f["kbid"], f["ord"], f["live"]))
+        for key in ("start_line", "end_line", "page"):
+            if f[key] is not None and f[key] < 1:
+                raise _bad(path, f"entry {key} must be 1 or more")
+        entries.append((f["kbid"], f["ord"], f["live"], f["start_line"], f["end_line"], f["page"]))
     return d, entries
 
 

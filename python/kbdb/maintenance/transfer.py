@@ -210,7 +210,7 @@ def validate(root: Path, progress: ProgressFn | None = None) -> tuple[list[Path]
             )
     for f in doc_files:
         _d, entries = snap.parse_document(f)
-        for kbid, _o, _l in entries:
+        for kbid, *_rest in entries:
             if kbid not in kbids:
                 raise snap.SnapshotError(
                     f"invalid snapshot file {f}: entry {kbid} has no section file",

@@ -20,6 +20,17 @@ def render(tool: str, d: dict[str, Any]) -> str:
     return fn(d) if fn is not None else compact_json(d)
 
 
+def _cite(source: dict[str, Any] | None) -> str | None:
+    """``path:12-40`` (or ``path p.3``) of a result's ``source``; None when unknown."""
+    if not source or source.get("path") is None:
+        return None
+    start, end, page = source.get("start_line"), source.get("end_line"), source.get("page")
+    if start is not None:
+        end = start if end is None else end
+        return f"{source['path']}:{start}" + ("" if end == start else f"-{end}")
+    return f"{source['path']} p.{page}" if page is not None else str(source["path"])
+
+
 def _search(d: dict[str, Any]) -> str:
     items = d["items"]
     head = [
@@ -34,6 +45,9 @@ def _search(d: dict[str, Any]) -> str:
     lines = [" · ".join(head)]
     for i, it in enumerate(items, start=d["offset"] + 1):
         meta = [f"kbid {it['kbid']}", f"doc {','.join(it['docids'])}"]
+        cite = _cite(it.get("source"))
+        if cite:
+            meta.append(f"source {cite}")
         if it["tags"]:
             meta.append(f"tags {','.join(it['tags'])}")
         meta.append(f"confidence {it['confidence']:.2f}")
@@ -54,6 +68,9 @@ def _recall(d: dict[str, Any]) -> str:
     parts = []
     for s in d["sections"]:
         meta = [f"kbid {s['kbid']}", f"doc {','.join(s['docids'])}"]
+        cite = _cite(s.get("source"))
+        if cite:
+            meta.append(f"source {cite}")
         if s["tags"]:
             meta.append(f"tags {','.join(s['tags'])}")
         if s["retired"]:

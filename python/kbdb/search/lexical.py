@@ -33,7 +33,7 @@ from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database, history
 from kbdb.store import queries as q
 from kbdb.store.db import text_bytes
-from kbdb.types import SearchItem, SearchResult, build, search_item
+from kbdb.types import SearchItem, SearchResult, SourceRef, build, search_item, source_ref
 
 if TYPE_CHECKING:
     from kbdb.search.when import Timing
@@ -480,6 +480,7 @@ class LexicalSearcher:
                     conf,
                     row.created_at,
                     h.relaxed,
+                    row.source,
                     row.title,
                     row.content if content else None,
                     _explain(h) if explain else None,
@@ -516,6 +517,7 @@ class Row(NamedTuple):
     tags: tuple[str, ...]
     body: str  # what the snippet is cut from (``fields.body_fields``); ``content`` itself
     # when the two are the same
+    source: SourceRef  # where the section is in its first document's file
 
 
 def _hydration_rows(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
@@ -544,7 +546,9 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]
     for r in q.hit_rows(conn, kbids):
         tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
         body = body_fields(r[4], r[5], None)[0]
-        out[r[0]] = Row(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body)
+        out[r[0]] = Row(
+            r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body, source_ref(r[11])
+        )
     return out
 
 

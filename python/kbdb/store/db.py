@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdb.errors import KbdbError, KbLockedError
-from kbdb.store.schema import SCHEMA, SCHEMA_VERSION, UPGRADES
+from kbdb.store.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, UPGRADES
 
 DB_NAME = "kb.sqlite"
 BUSY_TIMEOUT_MS = 30_000
@@ -195,6 +195,21 @@ class Database:
         self._local.cache = None
 
     def _check_schema(self) -> None:
+        version = self._version()
+        if version is not None and version < SCHEMA_VERSION and version in MIGRATIONS:
+            self._migrate()
+            version = self._version()
+        if version != SCHEMA_VERSION:
+            newer = version is not None and version > SCHEMA_VERSION
+            raise DatabaseError(
+                f"{self.path} has schema version {version if version is not None else 'none'},"
+                f" this kbdb reads {SCHEMA_VERSION}",
+                hint="upgrade kbdb to open it"
+                if newer
+                else "export with the kbdb that wrote it, then import",
+            )
+
+    def _version(self) -> int | None:
         try:
             row = (
                 self.conn()
@@ -203,12 +218,50 @@ class Database:
             )
         except sqlite3.DatabaseError as e:
             raise self._error(e) from e
-        if row is None or int(row[0]) != SCHEMA_VERSION:
-            raise DatabaseError(
-                f"{self.path} has schema version {row[0] if row else 'none'}, "
-                f"this kbdb reads {SCHEMA_VERSION}",
-                hint="export with the kbdb that wrote it, then import",
-            )
+        try:
+            return None if row is None else int(row[0])
+        except ValueError:
+            return None
+
+    def _migrate(self) -> None:
+        """Bring an older knowledge base to ``SCHEMA_VERSION``, one version per step, in
+        one write transaction: another process opening it at the same time waits for the
+        lock and then finds the work done."""
+        conn = self.conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if "readonly" in str(e).replace(" ", "").lower():
+                raise self._read_only() from e
+            if "locked" in str(e) or "busy" in str(e):
+                raise KbLockedError(
+                    f"database {self.path} needs a schema upgrade and is busy: {e}",
+                    hint="retry when the other kbdb process is done",
+                ) from e
+            raise self._error(e) from e
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0])
+            while version < SCHEMA_VERSION and version in MIGRATIONS:
+                for stmt in MIGRATIONS[version]:
+                    conn.execute(stmt)
+                version += 1
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            conn.execute("ROLLBACK")
+            if "readonly" in str(e).replace(" ", "").lower():
+                raise self._read_only() from e
+            raise self._error(e) from e
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _read_only(self) -> DatabaseError:
+        return DatabaseError(
+            f"{self.path} needs an upgrade to schema version {SCHEMA_VERSION}, but it is read-only",
+            hint="open it once where it can be written, or use the kbdb that wrote it",
+        )
 
     def _error(self, e: sqlite3.DatabaseError) -> DatabaseError:
         return DatabaseError(

@@ -96,6 +96,7 @@ def apply_document(
         out.unchanged = True
         for s in doc.sections:
             out.status[s.kbid] = "unchanged"
+        _fill_citations(conn, doc)
         return out
     else:
         conn.execute(
@@ -159,7 +160,7 @@ def apply_document(
             out.status[s.kbid] = "unchanged"
             add_tags(conn, s.kbid, s.tags)
             continue
-        _link(conn, doc.docid, s.kbid, ord_)
+        _link(conn, doc.docid, s, ord_)
         ord_ += 1
         if s.kbid in old_kbids:
             out.status.setdefault(s.kbid, "unchanged")
@@ -229,10 +230,31 @@ def _open_interval(conn: sqlite3.Connection, kbid: str, now: str) -> None:
     )
 
 
-def _link(conn: sqlite3.Connection, docid: str, kbid: str, ord_: int) -> None:
+def _link(conn: sqlite3.Connection, docid: str, s: NewSection, ord_: int) -> None:
     conn.execute(
-        "INSERT INTO document_sections(docid, kbid, ord, live) VALUES (?, ?, ?, 1)",
-        (docid, kbid, ord_),
+        "INSERT INTO document_sections(docid, kbid, ord, live, start_line, end_line, page)"
+        " VALUES (?, ?, ?, 1, ?, ?, ?)",
+        (docid, s.kbid, ord_, s.start_line, s.end_line, s.page),
+    )
+
+
+def _fill_citations(conn: sqlite3.Connection, doc: NewDocument) -> None:
+    """An unchanged document whose links were stored before kbdb recorded lines (an
+    upgraded knowledge base) gets them now, so learning a folder again fills them in."""
+    known = [s for s in doc.sections if s.start_line is not None or s.page is not None]
+    if not known:
+        return
+    unknown = conn.execute(
+        "SELECT 1 FROM document_sections WHERE docid = ? AND live = 1"
+        " AND start_line IS NULL AND page IS NULL LIMIT 1",
+        (doc.docid,),
+    ).fetchone()
+    if unknown is None:
+        return
+    conn.executemany(
+        "UPDATE document_sections SET start_line = ?, end_line = ?, page = ?"
+        " WHERE docid = ? AND kbid = ? AND live = 1 AND start_line IS NULL AND page IS NULL",
+        [(s.start_line, s.end_line, s.page, doc.docid, s.kbid) for s in known],
     )
 
 

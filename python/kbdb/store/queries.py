@@ -198,6 +198,32 @@ def docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[
     return {k: live[k] or list(dict.fromkeys(dead[k])) for k in {*live, *dead}}
 
 
+def sources_of(
+    conn: sqlite3.Connection, kbids: Sequence[str], docid: str | None = None
+) -> dict[str, str | None]:
+    """Each section's citation cell (``SOURCE_CELL``): in ``docid`` when given (its live
+    link there), else in the document a result names first."""
+    out: dict[str, str | None] = {}
+    if docid is not None:
+        for kbid, cell in conn.execute(
+            "SELECT ds.kbid, json_array(d.source_path, ds.start_line, ds.end_line, ds.page)"
+            " FROM document_sections ds JOIN documents d ON d.docid = ds.docid"
+            " WHERE ds.docid = ? AND ds.live = 1",
+            (docid,),
+        ):
+            out.setdefault(kbid, cell)
+    rest = [k for k in kbids if k not in out]
+    for chunk in _chunks(rest):
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            conn.execute(
+                f"SELECT s.kbid, {SOURCE_CELL} FROM sections s WHERE s.kbid IN ({marks})",
+                tuple(chunk),
+            ).fetchall()
+        )
+    return out
+
+
 def live_docids_of(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
     for chunk in _chunks(kbids):
@@ -289,17 +315,26 @@ def live_count(conn: sqlite3.Connection) -> int:
 # One query per page of search results: the section columns hydration shows, and its tags
 # as a JSON array (sorted by the caller: SQLite's BINARY collation and Python's str order
 # agree).
+# A section's citation, as the JSON array [path, start_line, end_line, page], from the
+# document a result names first (live links first, then by docid: ``docids_of``'s order).
+SOURCE_CELL = (
+    "(SELECT json_array(d.source_path, ds.start_line, ds.end_line, ds.page)"
+    " FROM document_sections ds JOIN documents d ON d.docid = ds.docid"
+    " WHERE ds.kbid = s.kbid ORDER BY ds.live DESC, ds.docid LIMIT 1)"
+)
 _HIT_ROWS = (
     "SELECT s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type,"
     " s.title, s.created_at, s.retired_at,"
-    " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid)"
+    " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid),"
+    f" {SOURCE_CELL}"
     " FROM sections s WHERE s.kbid IN ({marks})"
 )
 
 
 def hit_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
     """``(kbid, heading, level, parent, content, type, section_type, title, created_at,
-    retired_at, tags as a JSON array)`` of those of ``kbids`` that exist."""
+    retired_at, tags as a JSON array, citation as a JSON array or None)`` of those of
+    ``kbids`` that exist."""
     for chunk in _chunks(kbids):
         yield from conn.execute(_HIT_ROWS.format(marks=",".join("?" * len(chunk))), tuple(chunk))
 

@@ -4,7 +4,9 @@ Tables:
 - ``documents``: one row per learned source; ``document_tags`` its tags.
 - ``sections``: content-addressed sections (primary key ``kbid``); ``section_tags``.
 - ``document_sections``: the many-to-many links, in document order. ``live = 0`` keeps the
-  link of a retired section so that ``recall`` still reports its documents.
+  link of a retired section so that ``recall`` still reports its documents. A link also
+  says where the section is in that document's source: ``start_line`` and ``end_line``
+  (from 1, inclusive) and ``page``, each NULL when unknown (a citation, SPEC §4.3).
 - ``embeddings``: the embedding cache, keyed by (SHA-256 of the embedded text, model
   name); rebuilds reuse it so unchanged sections are not embedded again.
 - ``neardup_sections``, ``neardup_bands``: MinHash band keys of the live sections, for
@@ -21,7 +23,8 @@ from __future__ import annotations
 
 from kbdb.store.signatures import TABLES as NEARDUP_TABLES
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version 2 added the citation columns of ``document_sections`` (``MIGRATIONS``)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -71,7 +74,10 @@ CREATE TABLE IF NOT EXISTS document_sections (
     docid TEXT NOT NULL REFERENCES documents(docid),
     kbid  TEXT NOT NULL REFERENCES sections(kbid),
     ord   INTEGER NOT NULL,
-    live  INTEGER NOT NULL DEFAULT 1
+    live  INTEGER NOT NULL DEFAULT 1,
+    start_line INTEGER,
+    end_line   INTEGER,
+    page       INTEGER
 );
 CREATE INDEX IF NOT EXISTS document_sections_doc ON document_sections(docid, live, ord);
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -135,3 +141,15 @@ unchanged and is brought up to date by its next write."""
 # The near-duplicate band tables (store/signatures.py). They are also created on first use,
 # so a knowledge base made before they existed opens unchanged and is backfilled.
 SCHEMA += "".join(f"{stmt};\n" for stmt in NEARDUP_TABLES)
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 → 2: where each section is in its source. Links stored before have NULLs: their
+    # lines are unknown, and say so, until the file is learned again.
+    1: (
+        "ALTER TABLE document_sections ADD COLUMN start_line INTEGER",
+        "ALTER TABLE document_sections ADD COLUMN end_line INTEGER",
+        "ALTER TABLE document_sections ADD COLUMN page INTEGER",
+    ),
+}
+"""The statements that bring a knowledge base of version ``v`` to ``v + 1``, run in one
+write transaction when a kbdb that reads ``SCHEMA_VERSION`` opens it."""

@@ -76,13 +76,17 @@ def document_tags(conn: sqlite3.Connection, docid: str) -> list[str]:
     ]
 
 
-def document_links(conn: sqlite3.Connection, docid: str) -> list[tuple[str, int, bool]]:
-    """``(kbid, ord, live)`` of a document's entries, in a total order."""
+Link = tuple[str, int, bool, int | None, int | None, int | None]
+"""A document's entry: (kbid, ord, live, start_line, end_line, page)."""
+
+
+def document_links(conn: sqlite3.Connection, docid: str) -> list[Link]:
+    """A document's entries, in a total order."""
     return [
-        (str(k), int(o), bool(v))
-        for k, o, v in conn.execute(
-            "SELECT kbid, ord, live FROM document_sections WHERE docid = ?"
-            " ORDER BY ord, kbid, live",
+        (str(k), int(o), bool(v), a, b, p)
+        for k, o, v, a, b, p in conn.execute(
+            "SELECT kbid, ord, live, start_line, end_line, page FROM document_sections"
+            " WHERE docid = ? ORDER BY ord, kbid, live",
             (docid,),
         )
     ]
@@ -149,9 +153,7 @@ def _retired(conn: sqlite3.Connection, kbids: Sequence[str]) -> set[str]:
     return out
 
 
-def import_document(
-    conn: sqlite3.Connection, d: dict[str, Any], links: Sequence[tuple[str, int, bool]]
-) -> bool:
+def import_document(conn: sqlite3.Connection, d: dict[str, Any], links: Sequence[Link]) -> bool:
     """Insert a document with its tags and entries. When the docid exists (a merge) its
     metadata stays, its tags gain the snapshot's, and entries it lacks are appended after
     its own. Returns True when the document is new."""
@@ -167,13 +169,14 @@ def import_document(
     docid = d["docid"]
     # A section retired here (revised or forgotten) stays retired: the snapshot's live link
     # to it becomes a dead one, or the document would list both versions.
-    retired = _retired(conn, [k for k, _o, _v in links])
-    links = [(k, o, v and k not in retired) for k, o, v in links]
+    retired = _retired(conn, [link[0] for link in links])
+    links = [(k, o, v and k not in retired, *where) for k, o, v, *where in links]
+    insert = (
+        "INSERT INTO document_sections(docid, kbid, ord, live, start_line, end_line, page)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)"
+    )
     if new:
-        conn.executemany(
-            "INSERT INTO document_sections(docid, kbid, ord, live) VALUES (?, ?, ?, ?)",
-            [(docid, k, o, int(v)) for k, o, v in links],
-        )
+        conn.executemany(insert, [(docid, k, o, int(v), *where) for k, o, v, *where in links])
         return True
     have = {
         (str(k), bool(v))
@@ -186,13 +189,10 @@ def import_document(
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM document_sections WHERE docid = ?", (docid,)
         ).fetchone()[0]
     )
-    for k, _o, v in links:
+    for k, _o, v, *where in links:
         if (k, v) in have or (k, True) in have:
             continue
-        conn.execute(
-            "INSERT INTO document_sections(docid, kbid, ord, live) VALUES (?, ?, ?, ?)",
-            (docid, k, base, int(v)),
-        )
+        conn.execute(insert, (docid, k, base, int(v), *where))
         have.add((k, v))
         base += 1
     return False

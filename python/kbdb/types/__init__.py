@@ -20,7 +20,14 @@ from kbdb.types.base import (
     Verdict,
     build,
 )
-from kbdb.types.search import SearchItem, SearchResult, search_item
+from kbdb.types.search import (
+    UNKNOWN_SOURCE,
+    SearchItem,
+    SearchResult,
+    SourceRef,
+    search_item,
+    source_ref,
+)
 
 # -- loaded on first access: read, learn, lifecycle, knowledge, maintenance ---------------
 
@@ -92,6 +99,9 @@ __all__ = [
     "Record",
     "build",
     "search_item",
+    "source_ref",
+    "UNKNOWN_SOURCE",
+    "SourceRef",
     "DEFAULT_TYPE",
     "Field",
     "SearchItem",

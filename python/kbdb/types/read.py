@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdb.types.base import Record
+from kbdb.types.search import UNKNOWN_SOURCE, SourceRef
 from kbdb.types.watch import WatchedFolder
 
 
@@ -34,6 +35,9 @@ class Section(Record):
     # before too; ``as_of`` searches see every interval.
     valid_from: str | None = None
     valid_until: str | None = None
+    # Where it is in its document's file (SPEC §4.3): in the document asked for by
+    # ``recall(docid=…)``, else in the first of ``docids``.
+    source: SourceRef = UNKNOWN_SOURCE
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,18 @@ from kbdb.cli.render import emit_json, render_recall, render_stats
 @click.command(short_help="Full sections by kbid or --docid.")
 @click.argument("kbids", nargs=-1, metavar="KBID...")
 @click.option("--docid", metavar="ID", help="All sections of this document, in order.")
+@click.option(
+    "--lines",
+    is_flag=True,
+    help="Number each line of content with its line in the source file.",
+)
 @global_options
-def recall(kbids: tuple[str, ...], docid: str | None) -> int:
+def recall(kbids: tuple[str, ...], docid: str | None, lines: bool) -> int:
     """Print full sections by kbid, or a whole document with --docid.
 
-    Retired sections are still readable by kbid and say when and by what they were
-    superseded. An unknown kbid or docid is an error (exit 1).
+    Each section says where it is in its file (path:start-end); --lines numbers its lines
+    as the file does. Retired sections are still readable by kbid and say when and by
+    what they were superseded. An unknown kbid or docid is an error (exit 1).
     """
     if not kbids and docid is None:
         raise click.UsageError("give one or more KBIDs, or --docid ID")
@@ -26,7 +32,7 @@ def recall(kbids: tuple[str, ...], docid: str | None) -> int:
     if st.json:
         emit_json(res.to_dict())
     else:
-        render_recall(res)
+        render_recall(res, lines=lines)
     return 0
 
 
