@@ -116,6 +116,9 @@ QUERIES: list[tuple[str, dict[str, Any]]] = [
 
 def _strip(d: Any) -> Any:
     if isinstance(d, dict):
+        if d.keys() == {"path", "start_line", "end_line", "page"} and d["path"]:
+            # A citation's path is where the checkout is: compare it from the corpus down.
+            d = {**d, "path": Path(d["path"]).relative_to(CORPUS).as_posix()}
         return {k: _strip(v) for k, v in d.items() if k != "created_at"}
     if isinstance(d, list):
         return [_strip(v) for v in d]
