@@ -3,6 +3,7 @@ character for character, so that the cold start can skip rich without changing t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import random
 
@@ -120,7 +121,7 @@ def test_a_terminal_too_narrow_is_left_to_rich() -> None:
 def test_colour_styles_the_matches_and_fields() -> None:
     rng = random.Random(1)
     it = item(rng, 1)
-    it = SearchItem(**{**it.to_dict(), "snippet": "a connection pool", "matched_terms": ("pool",)})
+    it = dataclasses.replace(it, snippet="a connection pool", matched_terms=("pool",))
     rows = [render.search_row(1, it)]
     coloured = tb.draw(render._search_columns(), rows, width=100, color=True)
     assert "\x1b[1;33mpool\x1b[0m" in coloured  # MATCH_STYLE, bold yellow

@@ -196,7 +196,7 @@ class Database:
 
     def _check_schema(self) -> None:
         version = self._version()
-        if version is not None and version < SCHEMA_VERSION and version in MIGRATIONS:
+        if version is not None and any(version == v for v, _ in MIGRATIONS):
             self._migrate()
             version = self._version()
         if version != SCHEMA_VERSION:
@@ -242,10 +242,10 @@ class Database:
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             version = int(row[0])
-            while version < SCHEMA_VERSION and version in MIGRATIONS:
-                for stmt in MIGRATIONS[version]:
+            for from_version, stmt in MIGRATIONS:
+                if from_version >= version:
                     conn.execute(stmt)
-                version += 1
+            version = max(version, SCHEMA_VERSION)
             conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:

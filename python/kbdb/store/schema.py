@@ -142,14 +142,13 @@ unchanged and is brought up to date by its next write."""
 # so a knowledge base made before they existed opens unchanged and is backfilled.
 SCHEMA += "".join(f"{stmt};\n" for stmt in NEARDUP_TABLES)
 
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+MIGRATIONS: tuple[tuple[int, str], ...] = (
     # 1 → 2: where each section is in its source. Links stored before have NULLs: their
     # lines are unknown, and say so, until the file is learned again.
-    1: (
-        "ALTER TABLE document_sections ADD COLUMN start_line INTEGER",
-        "ALTER TABLE document_sections ADD COLUMN end_line INTEGER",
-        "ALTER TABLE document_sections ADD COLUMN page INTEGER",
-    ),
-}
-"""The statements that bring a knowledge base of version ``v`` to ``v + 1``, run in one
-write transaction when a kbdb that reads ``SCHEMA_VERSION`` opens it."""
+    (1, "ALTER TABLE document_sections ADD COLUMN start_line INTEGER"),
+    (1, "ALTER TABLE document_sections ADD COLUMN end_line INTEGER"),
+    (1, "ALTER TABLE document_sections ADD COLUMN page INTEGER"),
+)
+"""``(v, statement)``: the statements that bring a knowledge base of version ``v`` to
+``v + 1``, in order, run in one write transaction when a kbdb that reads
+``SCHEMA_VERSION`` opens it."""
