@@ -558,7 +558,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "A skill's instructions, to follow.",
+        "A skill's full instructions, by name, to follow.",
         {"name": SKILL_NAME},
         ("name",),
         Skill,
