@@ -149,3 +149,11 @@ async def test_the_size_is_the_bytes_on_the_wire(kbdir: Path, tmp_path: Path) ->
     assert json.loads(result)["tools"]
     async with connect(kbdir, tmp_path / "err.log") as c:
         assert listed_bytes(await c.session.list_tools()) == len(result.encode())
+
+
+def test_a_group_means_what_a_sharded_collection_can_serve() -> None:
+    from kbdb.mcp.tools import select
+
+    assert select("core", sharded=True) == ("search", "recall", "learn", "forget")
+    assert select("all", sharded=True) == ("search", "recall", "learn", "forget", "stats")
+    assert select("stats,core") == (*CORE_TOOLS, "stats")  # in table order

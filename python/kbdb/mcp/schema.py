@@ -95,14 +95,14 @@ def _schema(tp: Any, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonS
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
         arms = [_schema(a, defs, recursive) for a in args]
-        plain = [arm for arm in arms if set(arm) == {"type"}]
+        kinds = [arm.get("type") for arm in arms]
+        bare = sum(set(arm) == {"type"} for arm in arms)
+        distinct = all(isinstance(k, str) for k in kinds) and len(set(kinds)) == len(arms)
         # Arms of distinct types, all but one a bare type: one type list says the same,
         # since the other arm's keywords (items, properties) apply to its type alone.
-        if len(plain) >= len(arms) - 1 and all(isinstance(arm.get("type"), str) for arm in arms):
-            return {
-                **{k: v for arm in arms for k, v in arm.items()},
-                "type": [a["type"] for a in arms],
-            }
+        if distinct and bare >= len(arms) - 1:
+            merged: JsonSchema = {k: v for arm in arms for k, v in arm.items()}
+            return {**merged, "type": kinds}
         return {"anyOf": arms}
     if origin in (tuple, list):
         item = args[0] if args else Any

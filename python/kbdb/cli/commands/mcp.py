@@ -27,7 +27,8 @@ from kbdb.cli.options import global_options, state, version
     multiple=True,
     metavar="FOLDER",
     help="Keep FOLDER fresh while serving, as 'kbdb watch FOLDER' does (repeatable). "
-    "The stats tool reports what is watched and when it last synced.",
+    "The stats tool (--tools core,stats or all) reports what is watched and when it last "
+    "synced.",
 )
 @click.option(
     "--tools",
