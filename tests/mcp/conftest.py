@@ -88,9 +88,18 @@ def server_params(
     )
 
 
+# The tools a server offers by default (docs/mcp.md, "Two tool surfaces"), and the option
+# for all of them.
+CORE_TOOLS = ["search", "recall", "learn", "revise", "forget"]
+ALL_TOOLS = ("--tools", "all")
+
+
 @asynccontextmanager
-async def connect(kbdir: Path, errlog: Path, **kw: Any) -> AsyncIterator[Conn]:
-    """Start ``kbdb mcp`` on ``kbdir`` and initialize a session (stderr goes to ``errlog``)."""
+async def connect(
+    kbdir: Path, errlog: Path, *args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[Conn]:
+    """Start ``kbdb mcp`` on ``kbdir`` with the options ``args`` and initialize a session
+    (stderr goes to ``errlog``)."""
     conn: Conn | None = None
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
@@ -103,7 +112,7 @@ async def connect(kbdir: Path, errlog: Path, **kw: Any) -> AsyncIterator[Conn]:
 
     with errlog.open("w", encoding="utf-8") as err:
         async with (
-            stdio_client(server_params(kbdir, **kw), errlog=err) as (read, write),
+            stdio_client(server_params(kbdir, *args, env=env), errlog=err) as (read, write),
             ClientSession(read, write, logging_callback=on_log, message_handler=on_message) as s,
         ):
             conn = Conn(s)

@@ -19,6 +19,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from tests.cli.conftest import cli_env
+from tests.mcp.conftest import CORE_TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -66,7 +67,7 @@ async def _search(
     ):
         await s.initialize()
         tools = await s.list_tools()
-        assert len(tools.tools) == 19
+        assert [t.name for t in tools.tools] == CORE_TOOLS  # the default, over HTTP too
         res = await s.call_tool("search", {"query": "connection pool"})
         assert not res.is_error and isinstance(res.structured_content, dict)
         if logs is not None:  # wait for the start-up check's verdict

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from tests.embedding.conftest import find_test_model
-from tests.mcp.conftest import Conn, connect
+from tests.mcp.conftest import ALL_TOOLS, Conn, connect
 
 from kbdb.config import set_value
 
@@ -35,7 +35,7 @@ async def test_hybrid_default_with_a_provider(kbdir: Path, tmp_path: Path) -> No
     set_value(config, "embedding.provider", "onnx")
     set_value(config, "embedding.model_path", str(find_test_model()))
     set_value(config, "search.default_mode", "hybrid")
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         description, props = await _search_tool(c)
         assert "Default mode here: hybrid (search.default_mode)." in description
         assert "lexical (search.default_mode)" not in description

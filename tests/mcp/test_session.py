@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 from tests.cli.conftest import cli_env
-from tests.mcp.conftest import connect, make_kb
+from tests.mcp.conftest import ALL_TOOLS, connect, make_kb
 
 import kbdb
 
@@ -63,7 +63,7 @@ async def test_resources_list_page_and_read(tmp_path: Path) -> None:
 
 
 async def test_prompt_and_completion(kbdir: Path, tmp_path: Path) -> None:
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         await c.ok(
             "skill-learn",
             {"name": "db-migration", "description": "Migrate safely", "content": "Back up first."},
@@ -163,7 +163,7 @@ def test_stdout_carries_only_jsonrpc_frames(kbdir: Path, tmp_path: Path) -> None
     ]
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kbdb.cli", "mcp", "--db", str(kbdir)],
+        [sys.executable, "-m", "kbdb.cli", "mcp", "--db", str(kbdir), *ALL_TOOLS],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -232,7 +232,7 @@ async def test_a_corrupt_index_is_reported_and_rebuild_repairs_it(
             with f.open("r+b") as fh:
                 fh.seek(20)
                 fh.write(b"\xff\xff\xff\xff")
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         assert (await c.error("search", {"query": "postgres"}))["code"] == "INDEX_CORRUPT"
 
         # The kbdb log line about it reached the client as notifications/message, and so

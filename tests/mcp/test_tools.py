@@ -1,4 +1,5 @@
-"""The 19 tools over a real stdio session: the list, a successful call of each, and errors.
+"""The 19 tools (``--tools all``) over a real stdio session: the list, a successful call of
+each, and errors.
 
 Every successful call is also checked by the SDK client itself against the tool's declared
 output schema (``ClientSession.call_tool`` validates ``structuredContent``).
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from tests.mcp.conftest import connect
+from tests.mcp.conftest import ALL_TOOLS, connect
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,7 @@ TABLE = [
 
 
 async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         assert c.init is not None and c.init.server_info.name == "kbdb"
         assert "short keyword queries" in (c.init.instructions or "")
         caps = c.session.server_capabilities
@@ -68,7 +69,6 @@ async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
             assert search["properties"][key]["default"] == "lexical"
         assert search["properties"]["limit"] == {
             "type": "integer",
-            "description": "Results per page (default 10).",
             "minimum": 1,
             "maximum": 100,
             "default": 10,
@@ -83,7 +83,7 @@ async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
 
 
 async def test_every_tool_succeeds(kbdir: Path, tmp_path: Path) -> None:
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         learned = await c.ok(
             "learn",
             {
@@ -166,7 +166,7 @@ async def test_every_tool_succeeds(kbdir: Path, tmp_path: Path) -> None:
 
 
 async def test_errors_are_structured(kbdir: Path, tmp_path: Path) -> None:
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         # The seed's exact body, for both spellings of the mode.
         for args in ({"query": "x", "mode": "hybrid"}, {"query": "x", "search_mode": "vector"}):
             assert await c.error("search", args) == {
@@ -191,7 +191,7 @@ async def test_errors_are_structured(kbdir: Path, tmp_path: Path) -> None:
 
 
 async def test_invalid_arguments_name_the_field(kbdir: Path, tmp_path: Path) -> None:
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         for name, *_ in TABLE:
             body = await c.error(name, {"bogus": 1})
             assert body == {"error": "unknown argument 'bogus'", "code": "INVALID_ARGUMENT"}, name

@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession, stdio_client
 from tests.cli.conftest import cli_env
-from tests.mcp.conftest import Conn, make_kb, server_params
+from tests.mcp.conftest import ALL_TOOLS, Conn, make_kb, server_params
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +26,7 @@ BATCH_LOG = re.compile(r"^watch \S+: \+(\d+) ~(\d+) -(\d+) sections")
 
 @asynccontextmanager
 async def connect_watching(kbdir: Path, errlog: Path, *folders: Path) -> AsyncIterator[Conn]:
-    args = [a for f in folders for a in ("--watch", str(f))]
+    args = [*ALL_TOOLS, *(a for f in folders for a in ("--watch", str(f)))]  # stats is in all
     conn: Conn | None = None
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:

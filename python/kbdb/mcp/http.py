@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdb.errors import InvalidArgumentError
+from kbdb.mcp.tools import CORE
 
 TOKEN_ENV = "KBDB_MCP_TOKEN"
 PATH = "/mcp"
@@ -103,9 +104,10 @@ def serve_http(
     watch: tuple[Path, ...] = (),
     shards: bool = False,
     ray: str | None = None,
+    tools: tuple[str, ...] = CORE,
 ) -> None:
-    """Serve until interrupted. Raises INVALID_ARGUMENT before binding when the address or
-    the token is wrong."""
+    """Serve the ``tools`` (their names) until interrupted. Raises INVALID_ARGUMENT before
+    binding when the address or the token is wrong."""
     host, port = parse_address(address)
     token = required_token(host)
 
@@ -117,7 +119,7 @@ def serve_http(
     hub = LogHub()
     setup_logging(hub, debug=debug)
     kb_host = KbHost(path, watch, shards=shards, ray=ray)
-    server = build_server(kb_host, hub, version=version)
+    server = build_server(kb_host, hub, version=version, tools=tools)
     app: Any = server.streamable_http_app(streamable_http_path=PATH, host=host)
     if token is not None:
         app = BearerGuard(app, token)

@@ -35,39 +35,93 @@ PROMPT = types.Prompt(
     ],
 )
 
-GUIDE = """You have a long-term memory: the kbdb knowledge base, reached through the kbdb tools. \
-Use it like this.
+# The guide, a line at a time with the tools it names: a line is left out when the server
+# does not offer one of them (``kbdb mcp --tools``), so the prompt never sends an agent to a
+# tool it cannot call.
+GUIDE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (),
+        "You have a long-term memory: the kbdb knowledge base, reached through the kbdb "
+        "tools. Use it like this.",
+    ),
+    ((), ""),
+    (
+        (),
+        "Before answering or acting on anything that earlier work may have settled "
+        "(decisions, conventions, user preferences, how things are set up):",
+    ),
+    (
+        ("search",),
+        "1. `search` with several short keyword queries rather than one long "
+        'question, e.g. "postgres jsonb", then "database choice". Quote a phrase to require it '
+        "word for word.",
+    ),
+    (
+        ("search",),
+        '2. Read `retrieval_verdict`: "answered" means the top hit is likely '
+        'relevant; "partial" means check the hits, the answer may be among them; "unanswered" '
+        "means the top hit is probably not relevant, so investigate (read the code, ask the "
+        "user) and do not guess.",
+    ),
+    (
+        ("recall",),
+        "3. `recall` the kbids you need: search returns snippets, recall returns "
+        "full content. `recall` with a docid returns a whole document.",
+    ),
+    (
+        ("outline", "recall"),
+        "   For a long document, `outline` it first and recall just the parts you need.",
+    ),
+    ((), ""),
+    (
+        ("learn",),
+        "When you learn something worth keeping (a durable fact, a decision and its "
+        "rationale, a correction, a user preference):",
+    ),
+    (
+        ("learn",),
+        "- `learn` it as a short Markdown note with a clear `title` and `tags`; use "
+        "`replace: true` when it updates a document you stored before.",
+    ),
+    (("revise",), "- To correct one section, `revise` it (history is kept)."),
+    (("forget",), "- To drop wrong knowledge, `forget` it."),
+    (
+        ("learn",),
+        "- Never store secrets: passwords, API keys, tokens, private keys, personal data.",
+    ),
+    (
+        ("learn", "revise"),
+        "- Check the learn result's `near_duplicates`: if the knowledge "
+        "already existed, revise the old section instead of keeping two.",
+    ),
+    ((), ""),
+    (
+        ("skill-list", "skill-get", "skill-learn"),
+        "Reusable procedures are skills: "
+        "`skill-list` to see them, `skill-get` to follow one, `skill-learn` to save a new one.",
+    ),
+    (
+        ("contradictions",),
+        "Keep memory healthy: `contradictions` shows sections that cover "
+        "the same ground, so that you can reconcile them.",
+    ),
+)
 
-Before answering or acting on anything that earlier work may have settled (decisions, \
-conventions, user preferences, how things are set up):
-1. `search` with several short keyword queries rather than one long question, e.g. "postgres \
-jsonb", then "database choice". Quote a phrase to require it word for word.
-2. Read `retrieval_verdict`: "answered" means the top hit is likely relevant; "partial" means \
-check the hits, the answer may be among them; "unanswered" means the top hit is probably not \
-relevant, so investigate (read the code, ask the user) and do not guess.
-3. `recall` the kbids you need: search returns snippets, recall returns full content. For a \
-whole document use `outline` and `recall` with its docid.
 
-When you learn something worth keeping (a durable fact, a decision and its rationale, a \
-correction, a user preference):
-- `learn` it as a short Markdown note with a clear `title` and `tags`; use `replace: true` when \
-it updates a document you stored before.
-- To correct one section, `revise` it (history is kept); to drop wrong knowledge, `forget` it.
-- Never store secrets: passwords, API keys, tokens, private keys, personal data.
-- Check the learn result's `near_duplicates`: if the knowledge already existed, revise the old \
-section instead of keeping two.
-
-Reusable procedures are skills: `skill-list` to see them, `skill-get` to follow one, \
-`skill-learn` to save a new one.
-Keep memory healthy: `contradictions` shows sections that cover the same ground, so that you can \
-reconcile them."""
+def guide(tools: frozenset[str]) -> str:
+    """The guide for a server that offers ``tools``."""
+    lines = [text for needs, text in GUIDE if tools.issuperset(needs)]
+    return "\n".join(lines).strip()
 
 
-async def get(host: KbHost, arguments: dict[str, str]) -> types.GetPromptResult:
+async def get(
+    host: KbHost, arguments: dict[str, str], tools: frozenset[str]
+) -> types.GetPromptResult:
+    """The prompt with ``arguments``, for a server that offers ``tools``."""
     unknown = sorted(set(arguments) - {a.name for a in PROMPT.arguments or ()})
     if unknown:
         raise MCPError(types.INVALID_PARAMS, f"unknown argument {unknown[0]!r} for {NAME}")
-    parts = [GUIDE]
+    parts = [guide(tools)]
     topic, tag = arguments.get("topic"), arguments.get("tag")
     if topic:
         words = " ".join(topic.split()[:6])
@@ -80,10 +134,8 @@ async def get(host: KbHost, arguments: dict[str, str]) -> types.GetPromptResult:
             f'Scope this work to the tag "{tag}": pass tags: ["{tag}"] to search and learn.'
         )
     if arguments.get("docid"):
-        parts.append(
-            f'Start from the document "{arguments["docid"]}": '
-            "`outline` it, then `recall` what you need."
-        )
+        first = "`outline` it, then `recall` what you need" if "outline" in tools else "`recall` it"
+        parts.append(f'Start from the document "{arguments["docid"]}": {first}.')
     if arguments.get("skill"):
         kb = await host.kb()
         try:

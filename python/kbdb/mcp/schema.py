@@ -28,16 +28,21 @@ _SCALARS: dict[Any, JsonSchema] = {
 
 
 def output_schema(cls: type) -> JsonSchema:
-    """The JSON Schema of ``cls().to_dict()``: every field is required except those the
-    class lists in ``_optional`` (left out when None).
+    """The JSON Schema of ``cls().to_dict()``: every field with its type.
+
+    Every client receives it in ``tools/list``, at every session start, so it says what
+    the fields are and holds nothing else: no descriptions (the names and the tool's
+    description say what the fields mean) and no ``required`` lists (they repeat every
+    name; ``to_dict()`` leaves out only the fields a class lists in ``_optional``). The
+    full list costs a third less this way (docs/mcp.md, "Two tool surfaces").
 
     Clients validate every result against it (the SDK with ``jsonschema``, in pure Python),
     so it is shaped to be cheap to check: nested objects are inline, and only a recursive
     type (an outline node) goes to ``$defs``, because each ``$ref`` is a lookup per item;
-    a nullable scalar is a type list, not an ``anyOf``.
+    a nullable scalar (or plain object) is a type list, not an ``anyOf``.
     """
     defs: dict[str, JsonSchema] = {}
-    root = _object(cls, defs, _recursive(cls), top=True)
+    root = _object(cls, defs, _recursive(cls))
     if defs:
         root["$defs"] = defs
     return root
@@ -65,21 +70,10 @@ def _recursive(root: type) -> set[type]:
     return out
 
 
-def _object(
-    cls: type, defs: dict[str, JsonSchema], recursive: set[type], *, top: bool = False
-) -> JsonSchema:
+def _object(cls: type, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonSchema:
     hints = typing.get_type_hints(cls)
-    optional: frozenset[str] = getattr(cls, "_optional", frozenset())
-    props: dict[str, JsonSchema] = {}
-    required: list[str] = []
-    for f in dataclasses.fields(cls):
-        props[f.name] = _schema(hints[f.name], defs, recursive)
-        if f.name not in optional:
-            required.append(f.name)
-    out: JsonSchema = {"type": "object", "properties": props, "required": required}
-    if not top and cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
-        out["description"] = cls.__doc__.strip().splitlines()[0]
-    return out
+    props = {f.name: _schema(hints[f.name], defs, recursive) for f in dataclasses.fields(cls)}
+    return {"type": "object", "properties": props}
 
 
 def _schema(tp: Any, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonSchema:
@@ -100,9 +94,16 @@ def _schema(tp: Any, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonS
     if origin is typing.Literal:
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
-        if all(a in _SCALARS for a in args):
-            return {"type": [_SCALARS[a]["type"] for a in args]}
-        return {"anyOf": [_schema(a, defs, recursive) for a in args]}
+        arms = [_schema(a, defs, recursive) for a in args]
+        kinds = [arm.get("type") for arm in arms]
+        bare = sum(set(arm) == {"type"} for arm in arms)
+        distinct = all(isinstance(k, str) for k in kinds) and len(set(kinds)) == len(arms)
+        # Arms of distinct types, all but one a bare type: one type list says the same,
+        # since the other arm's keywords (items, properties) apply to its type alone.
+        if distinct and bare >= len(arms) - 1:
+            merged: JsonSchema = {k: v for arm in arms for k, v in arm.items()}
+            return {**merged, "type": kinds}
+        return {"anyOf": arms}
     if origin in (tuple, list):
         item = args[0] if args else Any
         return {"type": "array", "items": _schema(item, defs, recursive)}

@@ -1,5 +1,5 @@
-"""The MCP server (SPEC §10): the 19 tools, resources, the ``kbdb-memory`` prompt and
-completions, over the official SDK's low-level ``Server``.
+"""The MCP server (SPEC §10): the tools (all 19, or the ``--tools`` selection), resources,
+the ``kbdb-memory`` prompt and completions, over the official SDK's low-level ``Server``.
 
 The low-level server is used (rather than ``MCPServer``) because the tools need exact,
 hand-written input schemas, output schemas derived from the result types, and one error
@@ -44,7 +44,7 @@ from kbdb.mcp.logs import LEVELS, NO_FORWARD, LogHub, level_index, send_log, set
 from kbdb.mcp.render import compact_json, render
 from kbdb.mcp.resources import TEMPLATES, list_resources, read_resource
 from kbdb.mcp.schema import check_arguments, output_schema
-from kbdb.mcp.tools import PROGRESS, ToolSpec, tools_for
+from kbdb.mcp.tools import CORE, PROGRESS, SHARDED, ToolSpec, tools_for
 
 if TYPE_CHECKING:
     from kbdb.kb import KnowledgeBase
@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbdb.mcp")
 
 SERVER_NAME = "kbdb"
-# The tools a sharded collection serves (``kbdb mcp --shards``); their calls may wait on
-# other machines, so none runs on the event loop.
-SHARDED_TOOLS = frozenset({"search", "recall", "learn", "forget", "stats"})
 PROGRESS_EVERY = 0.25  # seconds between progress notifications
 
 INSTRUCTIONS = (
@@ -306,17 +303,21 @@ async def run_tool(
 # -- the server ----------------------------------------------------------------------------
 
 
-def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
-    """The low-level server with every handler bound to ``host``."""
-    tools = tools_for(host.config)
+def build_server(
+    host: KbHost, hub: LogHub, *, version: str, tools: tuple[str, ...] = CORE
+) -> Server[Any]:
+    """The low-level server with every handler bound to ``host``, offering the ``tools``
+    (names from :func:`kbdb.mcp.tools.select`)."""
+    served = tools_for(host.config, tools)
     if host.shards:
-        tools = tuple(replace(t, inline=None) for t in tools if t.name in SHARDED_TOOLS)
-    by_name = {t.name: t for t in tools}
+        # Their calls may wait on other machines, so none runs on the event loop.
+        served = tuple(replace(t, inline=None) for t in served if t.name in SHARDED)
+    by_name = {t.name: t for t in served}
 
     @functools.cache
     def definitions() -> tuple[types.Tool, ...]:
         # On the first tools/list, not before `initialize` is answered.
-        return tool_definitions(tools)
+        return tool_definitions(served)
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -328,7 +329,7 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     ) -> types.CallToolResult:
         spec = by_name.get(params.name)
         if spec is None:
-            names = ", ".join(t.name for t in tools)
+            names = ", ".join(by_name)
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r} (tools: {names})")
         # report_progress is a no-op unless the client sent a progress token.
         return await run_tool(host, spec, dict(params.arguments or {}), progress_reporter(ctx))
@@ -358,7 +359,7 @@ def build_server(host: KbHost, hub: LogHub, *, version: str) -> Server[Any]:
     ) -> types.GetPromptResult:
         if params.name != prompt.NAME:
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
-        return await prompt.get(host, dict(params.arguments or {}))
+        return await prompt.get(host, dict(params.arguments or {}), frozenset(by_name))
 
     async def on_completion(
         ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
@@ -437,16 +438,17 @@ def serve_stdio(
     watch: tuple[Path, ...] = (),
     shards: bool = False,
     ray: str | None = None,
+    tools: tuple[str, ...] = CORE,
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin; keep the ``watch``
     folders fresh meanwhile. ``shards``: ``path`` is a sharded collection (on Ray at
-    ``ray`` when given)."""
+    ``ray`` when given). ``tools``: the names of the tools to offer."""
     from mcp.server.stdio import stdio_server
 
     hub = LogHub()
     setup_logging(hub, debug=debug)
     host = KbHost(path, watch, shards=shards, ray=ray)
-    server = build_server(host, hub, version=version)
+    server = build_server(host, hub, version=version, tools=tools)
 
     async def main() -> None:
         options = server.create_initialization_options()

@@ -1,10 +1,12 @@
 """The 19 MCP tools (SPEC §10): names, titles, annotations, input schemas, descriptions, and
-the facade call each one makes.
+the facade call each one makes; and which of them a server offers (``kbdb mcp --tools``).
 
 Descriptions are written for the agent reading them: they say when to use the tool and how
-to use it well (the seed's guidance), not how it is implemented. Input schemas are exact:
-enums, bounds and defaults are stated, required fields are marked, unknown arguments are
-rejected (a typo must not silently change a search).
+to use it well (the seed's guidance), not how it is implemented. Every client receives the
+whole list at the start of every session, so they are short: what the names, types, enums
+and defaults already say is not repeated. Input schemas are exact: enums, bounds and
+defaults are stated, required fields are marked, unknown arguments are rejected (a typo must
+not silently change a search).
 """
 
 from __future__ import annotations
@@ -83,20 +85,34 @@ class ToolSpec:
 
 
 # -- schema fragments ----------------------------------------------------------------------
+# Every client receives the whole tool list each session, so a property carries a
+# description only when its name, type, enum and default do not already say how to use it.
 
 
-def _str(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
+def _str(description: str | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "string", **extra}
+    if description:
+        out["description"] = description
+    return out
 
 
-def _bool(description: str, default: bool) -> dict[str, Any]:
-    return {"type": "boolean", "description": description, "default": default}
+def _bool(default: bool, description: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "boolean", "default": default}
+    if description:
+        out["description"] = description
+    return out
 
 
 def _int(
-    description: str, *, default: int | None, minimum: int, maximum: int | None = None
+    description: str | None = None,
+    *,
+    default: int | None,
+    minimum: int,
+    maximum: int | None = None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "integer", "description": description, "minimum": minimum}
+    out: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if description:
+        out["description"] = description
     if maximum is not None:
         out["maximum"] = maximum
     if default is not None:
@@ -104,25 +120,19 @@ def _int(
     return out
 
 
-def _strings(description: str, *, min_items: int = 0) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "type": "array",
-        "items": {"type": "string", "minLength": 1},
-        "description": description,
-    }
+def _strings(description: str | None = None, *, min_items: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": 1}}
     if min_items:
         out["minItems"] = min_items
+    if description:
+        out["description"] = description
     return out
 
 
-KBID = _str("A section id (kbid), as search, recall or learn return it.", minLength=1)
-TAGS_FILTER = _strings("Only items that have all of these tags.")
-TAGS_SET = _strings('Tags for scoping and filtering later searches, e.g. ["adr", "db"].')
-SKILL_NAME = _str(
-    'The skill\'s name, kebab-case (e.g. "release-checklist").',
-    pattern="^[a-z0-9]+(-[a-z0-9]+)*$",
-    maxLength=64,
-)
+KBID = _str(minLength=1)
+ID = _str(minLength=1)  # a docid given instead of kbids
+TAGS_FILTER = _strings("Match all.")
+SKILL_NAME = _str(pattern="^[a-z0-9]+(-[a-z0-9]+)*$", maxLength=64)
 
 
 # -- calls ---------------------------------------------------------------------------------
@@ -224,39 +234,15 @@ def _method(name: str, *keys: str, positional: str | None = None) -> Call:
 
 # -- the table -----------------------------------------------------------------------------
 
-SEARCH_DESCRIPTION = """Search the knowledge base (your long-term memory). Returns ranked \
-sections with headings and short snippets, not full text, so you can \
-judge relevance cheaply.
+SEARCH_DESCRIPTION = """Search memory: ranked sections with snippets; `recall` kbids for \
+full content. Use multiple short keyword queries ("postgres jsonb", "db choice"), not one \
+question. Verdict "unanswered": investigate, do not guess. since/until/as_of take "7d", a date \
+or ISO-8601; as_of answers from what was known then."""
 
-How to use it well:
-- Use multiple short keyword queries for best coverage ("postgres jsonb", then "database \
-choice") rather than one long question; quote a phrase ("connection pool") to require the words \
-side by side.
-- Use `recall` with the kbids of the results you need to get their full content.
-- Read `retrieval_verdict`: "answered" means the top hit is likely relevant; "partial" means \
-check the hits (weak or relaxed matches); "unanswered" means the top hit is probably not \
-relevant: investigate (read the code, ask the user), do not guess.
-- Narrow with `tags`, `docid`, `section_type`, `speaker` (a conversation's turns); page \
-with `offset`. `since` / `until` keep what was learned or changed (a turn: said) in a span \
-("7d", "2026-11-01"); `sort: "recent"` puts the newest first; `as_of` answers from what was \
-known at a past moment.
-- `mode` is "lexical" (keywords, BM25F), "vector" (meaning) or "hybrid" (both); leave it out \
-to get this knowledge base's default mode. vector and hybrid need an embedding provider; naming \
-them without one fails with EMBEDDING_PROVIDER_NOT_CONFIGURED."""
-
-LEARN_DESCRIPTION = """Store knowledge so that it can be recalled later, in this session or the \
-next.
-
-Learn durable facts, decisions (with their rationale) and corrections: things worth knowing next \
-time, not transient chatter or what is already in the code. Markdown is split into sections at \
-its headings; give a `title` so the section has a good heading.
-- Use `replace: true` when updating existing knowledge: the sections of the same document (same \
-`docid`, or same title) are superseded instead of duplicated. To correct one section, use \
-`revise`.
-- Attach `tags` for scoping ("project-x", "adr", "user-prefs").
-- Never store secrets: passwords, API keys, tokens, private keys or personal data.
-The result lists each section's kbid; check `near_duplicates` (something very similar was \
-already known) and `warnings`."""
+LEARN_DESCRIPTION = """Store durable facts, decisions (with rationale) and corrections, as \
+Markdown with a `title`. When updating a document (same docid or title) use `replace: true`; \
+`revise` fixes one section. Add `tags`. Never store secrets or personal data. Check \
+`near_duplicates` in the result."""
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -267,64 +253,40 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         SEARCH_DESCRIPTION,
         {
-            "query": _str('Short keyword query, e.g. "postgres jsonb rationale".', minLength=1),
+            "query": _str(minLength=1),
             "mode": {
                 "type": "string",
                 "enum": MODES,
                 "default": "lexical",
-                "description": "lexical (keywords), vector (meaning) or hybrid (both, fused).",
             },
             "search_mode": {
                 "type": "string",
                 "enum": MODES,
                 "default": "lexical",
-                "description": "Alias of `mode` (the seed's name). Give one of the two.",
+                "description": "Alias of mode.",
             },
-            "limit": _int(
-                "Results per page (default 10).", default=10, minimum=1, maximum=MAX_LIMIT
-            ),
-            "offset": _int("Skip this many results (paging).", default=0, minimum=0),
-            "tags": TAGS_FILTER,
-            "docid": _str("Only sections of this document."),
-            "type": _str('Only sections of this MIME type, e.g. "text/markdown".'),
-            "section_type": _str(
-                "Only sections of this kind: section, fact, decision, skill, turn…"
-            ),
-            "speaker": _str(
-                "Only conversation turns of this speaker (learned chat transcripts).",
-                minLength=1,
-            ),
-            "content": _bool("Include each section's full content in the results.", False),
-            "explain": _bool("Include each result's score breakdown.", False),
-            "since": _str(
-                "Only sections learned or changed at or after this time: a duration back "
-                'from now ("7d"; also m, h, w), a date ("2026-11-01", midnight UTC) or an '
-                "ISO-8601 timestamp.",
-                minLength=1,
-            ),
-            "until": _str(
-                "Only sections learned or changed before this time (forms as `since`).",
-                minLength=1,
-            ),
+            "limit": _int(default=10, minimum=1, maximum=MAX_LIMIT),
+            "offset": _int(default=0, minimum=0),
+            "tags": _strings(),
+            "docid": _str(),
+            "type": _str("MIME"),
+            "section_type": _str(),
+            "speaker": _str(minLength=1),
+            "content": _bool(False, "Include full content."),
+            "explain": _bool(False),
+            "since": _str(minLength=1),
+            "until": _str(minLength=1),
             "sort": {
                 "type": "string",
                 "enum": ["relevance", "recent"],
                 "default": "relevance",
-                "description": "relevance, or recent: newest first, ties by relevance.",
             },
-            "as_of": _str(
-                "Answer from what was live at this moment (forms as `since`): sections "
-                "learned by then and not yet revised, superseded or forgotten.",
-                minLength=1,
-            ),
+            "as_of": _str(minLength=1),
             "min_confidence": {
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
                 "default": 0,
-                "description": "Drop results whose confidence is below this (0-1), so that "
-                "a search can return nothing rather than weak guesses; total counts those "
-                "that pass. E.g. 0.5.",
             },
         },
         ("query",),
@@ -341,14 +303,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Get full sections (content and every field) by kbid, or all sections of a document "
-        "in order by docid. Use it after `search` to read the results you need. Retired "
-        "sections are still readable by kbid and say so (`retired`, `superseded_by`: follow "
-        "it to the current version).",
-        {
-            "kbids": _strings("Section ids from search results.", min_items=1),
-            "docid": _str("A document id: returns its sections in order.", minLength=1),
-        },
+        "Full sections by kbids, or a document's in order by docid. Retired ones say so "
+        "(see superseded_by).",
+        {"kbids": _strings(min_items=1), "docid": ID},
         (),
         RecallResult,
         _recall,
@@ -362,21 +319,14 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         LEARN_DESCRIPTION,
         {
-            "content": _str("The text to learn: Markdown (default), other text, or JSON."),
-            "type": _str(
-                'MIME type of content: "text/markdown" (default), another text/* type, '
-                'or "application/json".',
-                default="text/markdown",
-            ),
-            "title": _str("Title; the heading of content that has none."),
-            "description": _str("A one-line description of the content."),
-            "docid": _str("Group the sections under this document id (default: from the title)."),
-            "tags": TAGS_SET,
-            "replace": _bool(
-                "Supersede the earlier version of this document instead of adding beside it.",
-                False,
-            ),
-            "section_type": _str("The kind of knowledge: section (default), fact, decision, note…"),
+            "content": _str(),
+            "type": _str(default="text/markdown"),
+            "title": _str(),
+            "description": _str(),
+            "docid": _str(),
+            "tags": _strings(),
+            "replace": _bool(False),
+            "section_type": _str("section (default), fact, decision..."),
         },
         ("content",),
         LearnReport,
@@ -388,16 +338,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         True,
         False,
-        "Correct one section. The new version gets a new kbid and the old one is retired "
-        "(superseded_by points to the new one), so history is kept. Fields you leave out keep "
-        "their values. Returns {kbid, previous}.",
+        "Correct one section: a new kbid replaces it, history kept. Omitted fields keep "
+        "their values.",
         {
             "kbid": KBID,
-            "content": _str("The corrected content of the section."),
-            "title": _str("A new title (default: unchanged)."),
-            "description": _str("A new description (default: unchanged)."),
-            "tags": _strings("New tags, replacing the old ones (default: unchanged)."),
-            "section_type": _str("A new kind (default: unchanged)."),
+            "content": _str(),
+            "title": _str(),
+            "description": _str(),
+            "tags": _strings(),
+            "section_type": _str(),
         },
         ("kbid", "content"),
         ReviseResult,
@@ -409,9 +358,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "The versions of a section, oldest first: each with kbid, created_at, retired_at, "
-        "the reason it was retired, and valid_from / valid_until (when it was live; "
-        "valid_until is null while it is). Use it to see how a fact changed.",
+        "A section's versions, oldest first: when each was live, why it was retired.",
         {"kbid": KBID},
         ("kbid",),
         HistoryResult,
@@ -423,13 +370,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         True,
         True,
-        "Retire sections that are wrong or obsolete, by kbid or a whole document by docid. "
-        "Retired sections no longer appear in search; they are removed for good only by `gc`. "
-        "Prefer `revise` when the knowledge needs correcting rather than deleting.",
-        {
-            "kbids": _strings("Section ids to retire.", min_items=1),
-            "docid": _str("Retire every section of this document.", minLength=1),
-        },
+        "Retire wrong or obsolete sections by kbids, or a document by docid. To correct, "
+        "`revise` instead.",
+        {"kbids": _strings(min_items=1), "docid": ID},
         (),
         ForgetResult,
         _forget,
@@ -440,14 +383,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "List the documents in the knowledge base (docid, title, tags, section count), "
-        "newest first, with paging. Use it to see what is known before searching.",
+        "The documents (docid, title, tags, section count), newest first.",
         {
             "tags": TAGS_FILTER,
-            "limit": _int(
-                "Documents per page (default 50).", default=50, minimum=1, maximum=MAX_LIMIT
-            ),
-            "offset": _int("Skip this many documents (paging).", default=0, minimum=0),
+            "limit": _int(default=50, minimum=1, maximum=MAX_LIMIT),
+            "offset": _int(default=0, minimum=0),
         },
         (),
         DocumentList,
@@ -459,9 +399,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "A document's heading tree, with the kbid of each section: a map for recalling just "
-        "the parts you need.",
-        {"docid": _str("The document id.", minLength=1)},
+        "A document's heading tree with kbids, to recall just the parts you need.",
+        {"docid": ID},
         ("docid",),
         Outline,
         _method("outline", positional="docid"),
@@ -472,7 +411,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Every tag in use, with how many sections carry it. Reuse existing tags when you learn.",
+        "The tags in use, with counts. Reuse them when you learn.",
         {},
         (),
         TagList,
@@ -484,14 +423,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Sections close to a given one: its siblings in the same document first, then by "
-        "meaning (vector) where embeddings exist, else by shared keywords.",
-        {
-            "kbid": KBID,
-            "limit": _int(
-                "At most this many (default 10).", default=10, minimum=1, maximum=MAX_LIMIT
-            ),
-        },
+        "Sections near one: its siblings, then by meaning or shared keywords.",
+        {"kbid": KBID, "limit": _int(default=10, minimum=1, maximum=MAX_LIMIT)},
         ("kbid",),
         RelatedResult,
         _method("related", "limit", positional="kbid"),
@@ -502,10 +435,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Counts (documents, sections, tags), sizes on disk, the analyzer, the embedding "
-        "provider and model, whether the vector index is stale, and the index generation; "
-        "when the server keeps folders fresh (--watch), `watching`: each folder and when it "
-        "last synced.",
+        "Counts, sizes, analyzer, embedding model, index state, and watched folders.",
         {},
         (),
         Stats,
@@ -517,9 +447,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Verify the knowledge base: checksums, orphans, broken references, cycles, divergent "
-        "content, and indexes behind the database. Returns {ok, errors, warnings, checked}. "
-        "After errors, `rebuild` repairs indexes.",
+        "Verify checksums, references and indexes; `rebuild` repairs indexes.",
         {},
         (),
         CheckReport,
@@ -532,17 +460,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         True,
         False,
-        "Remove orphan sections and dead index entries, compact the index files and vacuum "
-        "the database. Retired sections that belong to a history are kept unless "
-        "`prune_retired`. Use `dry_run` first to see what would go.",
+        "Remove orphans and dead index entries, compact. Retired sections stay unless "
+        "prune_retired. Try dry_run first.",
         {
-            "dry_run": _bool("Only list what would be removed.", False),
-            "prune_retired": _bool("Also remove retired sections (and their history).", False),
+            "dry_run": _bool(False),
+            "prune_retired": _bool(False),
             "older_than_days": {
                 "type": "number",
                 "minimum": 0,
-                "description": "With prune_retired: only sections retired at least this many "
-                "days ago (default: all retired sections).",
+                "description": "Only those retired this long ago.",
             },
         },
         (),
@@ -555,14 +481,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         False,
         False,
-        "Regenerate the indexes from the database: repairs a missing or corrupt index and "
-        "clears a stale vector index (after a model change). Unchanged sections reuse cached "
-        "embeddings unless `reembed`.",
-        {
-            "lexical": _bool("Rebuild the lexical (keyword) index.", True),
-            "vectors": _bool("Rebuild the vector index (when a provider is configured).", True),
-            "reembed": _bool("Embed every section again instead of reusing the cache.", False),
-        },
+        "Regenerate missing, corrupt or stale indexes; reuses cached embeddings unless reembed.",
+        {"lexical": _bool(True), "vectors": _bool(True), "reembed": _bool(False)},
         (),
         RebuildReport,
         _method("rebuild", "lexical", "vectors", "reembed", PROGRESS),
@@ -574,10 +494,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         False,
         True,
-        "Export the knowledge base as a self-contained folder (one Markdown file per section "
-        "with TOML front matter, the documents and a catalog; no indexes) for backup or "
-        "versioning. A relative path is taken from the folder that holds .kbdb.",
-        {"path": _str("Destination folder.", default="kbdb-export", minLength=1)},
+        "Back up to a folder of Markdown files. A relative path is beside .kbdb.",
+        {"path": _str(default="kbdb-export", minLength=1)},
         (),
         ExportReport,
         _export,
@@ -589,19 +507,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Groups of live sections from different documents that cover the same ground, most "
-        "similar first, so that they can be read together and reconciled (with `revise` or "
-        "`forget`).",
+        "Sections of different documents covering the same ground, to reconcile with "
+        "`revise` or `forget`.",
         {
             "threshold": {
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
-                "description": "Minimum similarity, 0..1 (default: the configured one).",
+                "description": "default: configured",
             },
-            "limit": _int(
-                "At most this many groups (default 20).", default=20, minimum=1, maximum=MAX_LIMIT
-            ),
+            "limit": _int(default=20, minimum=1, maximum=MAX_LIMIT),
             "tags": TAGS_FILTER,
         },
         (),
@@ -614,14 +529,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         False,
         False,
         True,
-        "Store a skill: a named, reusable procedure (Markdown instructions) that you or "
-        "another agent can fetch with `skill-get`. Learning a skill with an existing name "
-        "replaces it and keeps the history.",
+        "Store a reusable procedure (Markdown) under a name; replaces one of that name.",
         {
             "name": SKILL_NAME,
-            "description": _str("One line: what the skill does and when to use it.", minLength=1),
-            "content": _str("The instructions, in Markdown.", minLength=1),
-            "tags": TAGS_SET,
+            "description": _str("When to use it.", minLength=1),
+            "content": _str(minLength=1),
+            "tags": _strings(),
         },
         ("name", "description", "content"),
         SkillLearnResult,
@@ -633,8 +546,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "List the stored skills (name, description, tags). Check here before writing a "
-        "procedure from scratch.",
+        "The stored skills. Check them before writing a procedure.",
         {},
         (),
         SkillList,
@@ -646,7 +558,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Get a skill in full (its Markdown instructions) by name, then follow it.",
+        "A skill's full instructions, by name, to follow.",
         {"name": SKILL_NAME},
         ("name",),
         Skill,
@@ -657,14 +569,58 @@ TOOLS: tuple[ToolSpec, ...] = (
 BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 
 
-def tools_for(config: Config | None) -> tuple[ToolSpec, ...]:
-    """The tools as a knowledge base with ``config`` serves them: the search tool's
-    description names the mode a search gets when it names none, its schema gives that mode
-    as the default of ``mode`` and ``search_mode``, and a search in it runs on the event
-    loop only when it is lexical. ``config`` None (``worker.toml`` does not validate, so
-    every call reports CONFIG_INVALID): :data:`TOOLS`, which name no configured mode."""
+# -- which tools a server offers -----------------------------------------------------------
+
+# What an agent needs every turn. The others are one flag away (``--tools all``): each tool
+# costs every session its share of the list, whether it is called or not.
+CORE = ("search", "recall", "learn", "revise", "forget")
+# What a sharded collection can serve (``kbdb mcp --shards``).
+SHARDED = ("search", "recall", "learn", "forget", "stats")
+GROUPS: dict[str, tuple[str, ...]] = {"core": CORE, "all": tuple(BY_NAME)}
+DEFAULT_TOOLS = "core"
+DEFAULT_SHARDED_TOOLS = "all"
+
+
+def select(text: str, *, sharded: bool = False) -> tuple[str, ...]:
+    """The tool names ``kbdb mcp --tools TEXT`` serves, in table order: ``core``, ``all``,
+    tool names, or a comma-separated mix (``core,related``). ``sharded``: a sharded
+    collection's server, where a group means its tools that the collection can serve.
+
+    Raises:
+        InvalidArgumentError: an empty list, an unknown name, or (``sharded``) a tool a
+            sharded collection does not serve; the hint names the valid ones.
+    """
+    servable = SHARDED if sharded else tuple(BY_NAME)
+    wanted: set[str] = set()
+    for part in (p.strip() for p in text.split(",")):
+        if part in GROUPS:
+            wanted.update(GROUPS[part])
+        elif part in servable:
+            wanted.add(part)
+        elif part in BY_NAME:
+            raise InvalidArgumentError(
+                f"tool {part!r} is not served for a sharded collection",
+                hint=f"--shards serves {', '.join(SHARDED)}",
+            )
+        else:
+            what = f"unknown tool {part!r}" if part else "empty tool name"
+            raise InvalidArgumentError(
+                f"{what} in --tools",
+                hint=f"give core, all, or a comma-separated list of: {', '.join(BY_NAME)}",
+            )
+    return tuple(name for name in servable if name in wanted)
+
+
+def tools_for(config: Config | None, names: tuple[str, ...] = CORE) -> tuple[ToolSpec, ...]:
+    """The tools ``names`` (from :func:`select`) as a knowledge base with ``config`` serves
+    them: the search tool's description names the mode a search gets when it names none,
+    its schema gives that mode as the default of ``mode`` and ``search_mode``, and a search
+    in it runs on the event loop only when it is lexical. ``config`` None (``worker.toml``
+    does not validate, so every call reports CONFIG_INVALID): as in :data:`TOOLS`, which
+    name no configured mode."""
+    chosen = tuple(t for t in TOOLS if t.name in names)
     if config is None:
-        return TOOLS
+        return chosen
     configured, mode = config.search.default_mode, config.effective_default_mode
     if configured == mode:
         line = f"Default mode here: {mode} (search.default_mode)."
@@ -687,4 +643,4 @@ def tools_for(config: Config | None) -> tuple[ToolSpec, ...]:
             (a.get("mode") or a.get("search_mode") or mode) == "lexical" and "as_of" not in a
         ),
     )
-    return tuple(search if t.name == "search" else t for t in TOOLS)
+    return tuple(search if t.name == "search" else t for t in chosen)

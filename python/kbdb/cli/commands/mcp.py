@@ -27,7 +27,16 @@ from kbdb.cli.options import global_options, state, version
     multiple=True,
     metavar="FOLDER",
     help="Keep FOLDER fresh while serving, as 'kbdb watch FOLDER' does (repeatable). "
-    "The stats tool reports what is watched and when it last synced.",
+    "The stats tool (--tools core,stats or all) reports what is watched and when it last "
+    "synced.",
+)
+@click.option(
+    "--tools",
+    "tools",
+    metavar="LIST",
+    help="The tools to offer: core (search, recall, learn, revise, forget; the default), "
+    "all (every tool), or a comma-separated list of those and tool names, e.g. "
+    "core,related. With --shards the default is all that a collection serves.",
 )
 @click.option(
     "--shards",
@@ -46,28 +55,36 @@ from kbdb.cli.options import global_options, state, version
 )
 @global_options
 def mcp(
-    address: str | None, watch: tuple[str, ...], collection: Path | None, ray: str | None
+    address: str | None,
+    watch: tuple[str, ...],
+    tools: str | None,
+    collection: Path | None,
+    ray: str | None,
 ) -> int:
-    """Serve MCP: 19 tools (search, recall, learn, ...), resources and a memory prompt.
+    """Serve MCP: the core tools (search, recall, learn, revise, forget) or all 19 with
+    '--tools all', resources and a memory prompt.
 
     Over stdio (the default) an MCP client such as Claude Desktop or Claude Code starts
     'kbdb mcp --db PATH' itself; stdout then carries protocol frames only and logs go to
     stderr. See docs/mcp.md for client configuration.
     """
     from kbdb.context import resolve
+    from kbdb.mcp.tools import DEFAULT_SHARDED_TOOLS, DEFAULT_TOOLS, select
 
     st = state()
     if ray is not None and collection is None:
         raise click.UsageError("--ray applies only with --shards")
     if collection is not None and watch:
         raise click.UsageError("--watch does not apply to a sharded collection")
+    shards = collection is not None
+    default = DEFAULT_SHARDED_TOOLS if shards else DEFAULT_TOOLS
+    names = select(default if tools is None else tools, sharded=shards)  # exit 2 when bad
     if collection is not None:
         from kbdb.shard.layout import load
 
         path = load(collection).root  # a missing or broken collection fails now
     else:
         path = resolve(st.db)  # a missing knowledge base fails now (exit 3), not at first call
-    shards = collection is not None
     folders: tuple[Path, ...] = ()
     if watch:
         from kbdb.watch import check_folders
@@ -77,10 +94,25 @@ def mcp(
         from kbdb.mcp.http import serve_http
 
         serve_http(
-            path, address, version=version(), debug=st.debug, watch=folders, shards=shards, ray=ray
+            path,
+            address,
+            version=version(),
+            debug=st.debug,
+            watch=folders,
+            shards=shards,
+            ray=ray,
+            tools=names,
         )
     else:
         from kbdb.mcp.server import serve_stdio
 
-        serve_stdio(path, version=version(), debug=st.debug, watch=folders, shards=shards, ray=ray)
+        serve_stdio(
+            path,
+            version=version(),
+            debug=st.debug,
+            watch=folders,
+            shards=shards,
+            ray=ray,
+            tools=names,
+        )
     return 0
