@@ -49,7 +49,8 @@ MAX_HEADING_CHARS = 200
 """A signature longer than this is cut, with an ellipsis."""
 
 _SPACE = re.compile(r"\s+")
-_HEADING_ENDS = (";", "{", ":", "=>", "=")
+_HEADING_ENDS = (",", ";", "{", ":", "=>", "=")
+_INNER_SPACE = re.compile(r"(?<=[(\[]) | (?=[)\]])")
 
 
 @dataclass
@@ -257,6 +258,15 @@ def _heading(grammar: Grammar, node: Any, head: Any, source: bytes, prefix: str)
         return _clip(prefix + _collapse(source[named.start_byte : named.end_byte]) + rest)
     named = name_node(grammar, node)
     if node.type in grammar.functions and named is not None:
+        # A comment between the signature and the body (Python's ``def f(): # note``)
+        # is not part of the signature.
+        comment = next((c for c in node.children if c.type in grammar.comments), None)
+        if comment is not None and (body is None or comment.start_byte < body.start_byte):
+            body = comment
+        if node.has_error:  # the body may be lost in the error: one line at most
+            newline = source.find(b"\n", named.start_byte)
+            if newline >= 0 and (body is None or newline < body.start_byte):
+                body = None
         return _clip(prefix + _span(source, named, body))
     end = body.start_byte if body is not None and body.start_byte > head.start_byte else None
     if end is None and node.type == "macro_definition" and named is not None:
@@ -290,7 +300,10 @@ def _span(source: bytes, first: Any, body: Any) -> str:
 
 
 def _collapse(raw: bytes) -> str:
-    return _SPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip()
+    """One line: whitespace runs as one space, none inside brackets' edges
+    (``f(\n    self,\n)`` reads ``f(self,)``)."""
+    text = _SPACE.sub(" ", raw.decode("utf-8", errors="replace")).strip()
+    return _INNER_SPACE.sub("", text).replace(",)", ")")
 
 
 def _clip(text: str) -> str:
