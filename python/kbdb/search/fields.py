@@ -2,12 +2,12 @@
 (SPEC §3).
 
 Fenced code blocks stay in a section's content but are indexed as the separate ``code``
-field; a source-code section's comments are its body and its code the ``code`` field
-(``kbdb.search.codefields``). A section's title and description count as heading text. ``path`` is the section's
-place in its document: the source file's name (without its extension), the document's
-title and the headings above the section, so that every section of a page carries the
-page's identity (a query for ``docker container ls`` or ``Get-Process`` finds the page's
-sections, not only its title section).
+field. A source-code section's comments are its body and its code the ``code`` field
+(``kbdb.search.codefields``). A section's title and description count as heading text.
+``path`` is the section's place in its document: the source file's name (without its
+extension), the document's title and the headings above the section, so that every
+section of a page carries the page's identity (a query for ``docker container ls`` or
+``Get-Process`` finds the page's sections, not only its title section).
 """
 
 from __future__ import annotations
