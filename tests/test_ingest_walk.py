@@ -57,7 +57,7 @@ def test_entries_types_sizes(tmp_path: Path) -> None:
 
 
 def test_unsupported_extensions_are_silently_ignored(tmp_path: Path) -> None:
-    make(tmp_path, {"a.md": "", "b.py": "", "c.pdf": "", "README": "", "d.markdown": ""})
+    make(tmp_path, {"a.md": "", "b.xyz": "", "c.pdf": "", "README": "", "d.markdown": ""})
     assert rels(tmp_path) == ["a.md", "d.markdown"]
 
 
@@ -173,13 +173,13 @@ def test_size_limit(tmp_path: Path) -> None:
 
 
 def test_single_file_root(tmp_path: Path) -> None:
-    make(tmp_path, {"sub/.hidden.md": "hi", "sub/.gitignore": "*.md\n", "tool.py": ""})
+    make(tmp_path, {"sub/.hidden.md": "hi", "sub/.gitignore": "*.md\n", "tool.xyz": ""})
     assert list(walk(tmp_path / "sub" / ".hidden.md")) == [
         FileEntry(tmp_path / "sub" / ".hidden.md", ".hidden.md", "text/markdown", 2)
     ]
-    (skipped,) = list(walk(tmp_path / "tool.py"))
+    (skipped,) = list(walk(tmp_path / "tool.xyz"))
     assert isinstance(skipped, Skipped) and skipped.code == "UNSUPPORTED_TYPE"
-    assert count_files(tmp_path / "tool.py") == 1
+    assert count_files(tmp_path / "tool.xyz") == 1
 
 
 def test_missing_root_fails_at_call_time(tmp_path: Path) -> None:
@@ -286,7 +286,7 @@ def test_count_files_matches_walk(tmp_path: Path) -> None:
             "a.md": "",
             "big.md": "x" * 50,
             "sub/b.txt": "",
-            "sub/c.py": "",
+            "sub/c.xyz": "",
             ".hidden/d.md": "",
         },
     )

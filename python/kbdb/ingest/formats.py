@@ -85,7 +85,42 @@ class Format:
         return cast(_Splitter, importlib.import_module(self.module).split)
 
 
-FORMATS: tuple[Format, ...] = ()
+def _code(name: str, mime: str, extensions: tuple[str, ...], grammar: str) -> Format:
+    """A source-code format: UTF-8 text split by definition (docs/code.md)."""
+    return Format(
+        name=name,
+        mime=mime,
+        extensions=extensions,
+        extra="code",
+        requires=("tree_sitter", grammar),
+        module="kbdb.ingest.code",
+        binary=False,
+    )
+
+
+CODE_FORMATS: tuple[Format, ...] = (
+    _code("python", "text/x-python", (".py", ".pyi"), "tree_sitter_python"),
+    _code("rust", "text/x-rust", (".rs",), "tree_sitter_rust"),
+    _code("go", "text/x-go", (".go",), "tree_sitter_go"),
+    _code(
+        "javascript", "text/javascript", (".js", ".mjs", ".cjs", ".jsx"), "tree_sitter_javascript"
+    ),
+    _code(
+        "typescript", "text/typescript", (".ts", ".mts", ".cts", ".tsx"), "tree_sitter_typescript"
+    ),
+    _code("java", "text/x-java", (".java",), "tree_sitter_java"),
+    _code("c", "text/x-c", (".c",), "tree_sitter_c"),
+    # ``.h`` is read with the C++ grammar, which reads C headers too (kbdb.ingest.codelang).
+    _code(
+        "c++",
+        "text/x-c++",
+        (".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++"),
+        "tree_sitter_cpp",
+    ),
+)
+"""The source-code formats of the ``code`` extra."""
+
+FORMATS: tuple[Format, ...] = (*CODE_FORMATS,)
 """Every format an extra reads, in the order the docs list them."""
 
 _BY_MIME: dict[str, Format] = {f.mime: f for f in FORMATS}

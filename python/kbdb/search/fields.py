@@ -2,17 +2,20 @@
 (SPEC §3).
 
 Fenced code blocks stay in a section's content but are indexed as the separate ``code``
-field. A section's title and description count as heading text. ``path`` is the section's
-place in its document: the source file's name (without its extension), the document's
-title and the headings above the section, so that every section of a page carries the
-page's identity (a query for ``docker container ls`` or ``Get-Process`` finds the page's
-sections, not only its title section).
+field. A source-code section's comments are its body and its code the ``code`` field
+(``kbdb.search.codefields``). A section's title and description count as heading text.
+``path`` is the section's place in its document: the source file's name (without its
+extension), the document's title and the headings above the section, so that every
+section of a page carries the page's identity (a query for ``docker container ls`` or
+``Get-Process`` finds the page's sections, not only its title section).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+
+from kbdb.search.codefields import CODE_TYPES, code_fields
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -107,6 +110,8 @@ def body_fields(content: str, type: str, description: str | None) -> tuple[str, 
         from kbdb.ingest.content import json_index_text
 
         body, code = json_index_text(content), ""
+    elif type in CODE_TYPES:
+        body, code = code_fields(content, type)
     else:
         body, code = content, ""
     if description:
