@@ -85,7 +85,52 @@ class Format:
         return cast(_Splitter, importlib.import_module(self.module).split)
 
 
-FORMATS: tuple[Format, ...] = ()
+_DOCUMENT = {"extra": "documents", "binary": True, "section_type": "text/markdown"}
+_OOXML = "application/vnd.openxmlformats-officedocument"
+
+FORMATS: tuple[Format, ...] = (
+    Format(
+        name="pdf",
+        mime="application/pdf",
+        extensions=(".pdf",),
+        requires=("pypdfium2",),
+        module="kbdb.ingest.documents.pdf",
+        **_DOCUMENT,  # type: ignore[arg-type]
+    ),
+    Format(
+        name="docx",
+        mime=f"{_OOXML}.wordprocessingml.document",
+        extensions=(".docx",),
+        requires=("docx",),
+        module="kbdb.ingest.documents.word",
+        **_DOCUMENT,  # type: ignore[arg-type]
+    ),
+    Format(
+        name="pptx",
+        mime=f"{_OOXML}.presentationml.presentation",
+        extensions=(".pptx",),
+        requires=("pptx",),
+        module="kbdb.ingest.documents.slides",
+        **_DOCUMENT,  # type: ignore[arg-type]
+    ),
+    Format(
+        name="xlsx",
+        mime=f"{_OOXML}.spreadsheetml.sheet",
+        extensions=(".xlsx",),
+        requires=("openpyxl",),
+        module="kbdb.ingest.documents.sheet",
+        **_DOCUMENT,  # type: ignore[arg-type]
+    ),
+    # EPUB is read with the standard library (zipfile and the HTML splitter).
+    Format(
+        name="epub",
+        mime="application/epub+zip",
+        extensions=(".epub",),
+        requires=(),
+        module="kbdb.ingest.documents.epub",
+        **_DOCUMENT,  # type: ignore[arg-type]
+    ),
+)
 """Every format an extra reads, in the order the docs list them."""
 
 _BY_MIME: dict[str, Format] = {f.mime: f for f in FORMATS}
