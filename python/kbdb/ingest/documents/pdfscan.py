@@ -121,6 +121,7 @@ def _count_flate(raw: bytes | memoryview) -> tuple[int, int]:
     inflater = zlib.decompressobj()
     size = text = 0
     pos = 0
+    carry = b""  # an open string at the end of the last chunk
     while size <= MAX_STREAM_BYTES and not inflater.eof:
         if inflater.unconsumed_tail:
             chunk = inflater.unconsumed_tail
@@ -134,9 +135,10 @@ def _count_flate(raw: bytes | memoryview) -> tuple[int, int]:
         except zlib.error:
             break  # a damaged stream: PDFium reads what it can, as much as inflated here
         size += len(out)
-        text += _text_bytes(out)  # a string cut by a chunk border is undercounted a little
-        if text > MAX_STREAM_TEXT_BYTES:
-            break
+        found, carry = _open_text(carry + out)
+        text += found
+        if text + len(carry) > MAX_STREAM_TEXT_BYTES:
+            return size, text + len(carry)
     return size, text
 
 
@@ -146,6 +148,20 @@ def _inflate(raw: bytes | memoryview) -> bytes:
         return inflater.decompress(bytes(raw), MAX_STREAM_BYTES + 1)
     except zlib.error:
         return b""
+
+
+def _open_text(content: bytes) -> tuple[int, bytes]:
+    """String bytes of the strings closed in ``content``, and the string left open at its
+    end (counted with the next chunk, so one long string cannot hide across chunks)."""
+    total = 0
+    end = 0
+    for m in _STRINGS.finditer(content):
+        s = m.group()
+        total += len(s) - 2 if s[:1] == b"(" else (len(s) - 2) // 2
+        end = m.end()
+    tail = content[end:]
+    opened = max(tail.rfind(b"("), tail.rfind(b"<"))
+    return total, tail[opened:] if opened >= 0 else b""
 
 
 def _text_bytes(content: bytes) -> int:
