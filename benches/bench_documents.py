@@ -28,7 +28,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import print_table, write_result  # noqa: E402
-
 from kbdb.ingest.documents import pdf as kbdb_pdf  # noqa: E402
 from kbdb.ingest.formats import FormatRejectedError  # noqa: E402
 
@@ -157,7 +156,9 @@ def main() -> None:
         "pdftotext_s": round(sum(r["pdftotext_s"] for r in learned), 3),
     }
     totals["chars_ratio_vs_pdftotext"] = round(totals["kbdb_chars"] / totals["pdftotext_chars"], 3)
-    ratios = sorted(r["chars_ratio_vs_pdftotext"] for r in learned if "chars_ratio_vs_pdftotext" in r)
+    ratios = sorted(
+        r["chars_ratio_vs_pdftotext"] for r in learned if "chars_ratio_vs_pdftotext" in r
+    )
     totals["median_file_chars_ratio"] = ratios[len(ratios) // 2] if ratios else None
     for name in ("pypdfium2", "pypdf", "pdfplumber"):
         totals[f"{name}_chars"] = sum(r[f"{name}_chars"] or 0 for r in learned)

@@ -178,7 +178,12 @@ def test_epub_follows_the_spine() -> None:
 
     spine = split("epub3-spine.epub")
     # front page then chapters 1-3 in spine order; the navigation document is left out
-    assert [s.heading for s in spine.sections] == ["Front page", "Chapter 1", "Chapter 2", "Chapter 3"]
+    assert [s.heading for s in spine.sections] == [
+        "Front page",
+        "Chapter 1",
+        "Chapter 2",
+        "Chapter 3",
+    ]
 
 
 # -- learning, searching, the CLI, the extra missing -------------------------------------

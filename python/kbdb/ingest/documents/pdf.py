@@ -90,7 +90,9 @@ def split(data: bytes, *, name: str) -> ParsedDocument:
     finally:
         doc.close()
     # "Page 1" is no title: a PDF without headings has only its metadata's
-    return finish(_sections(pages, starts), title=title, kind="pdf", title_from_headings=bool(starts))
+    return finish(
+        _sections(pages, starts), title=title, kind="pdf", title_from_headings=bool(starts)
+    )
 
 
 def _read_page(
@@ -179,8 +181,10 @@ def _line_at_title(lines: list[_Line], title: str, first: int) -> int | None:
 
 def _is_title(line: str, title: str) -> bool:
     norm = _fold(line)
-    return bool(norm) and norm in {_fold(title), _fold(_NUMBERING.sub("", title))} or (
-        _fold(_NUMBERING.sub("", line)) == _fold(title)
+    return (
+        bool(norm)
+        and norm in {_fold(title), _fold(_NUMBERING.sub("", title))}
+        or (_fold(_NUMBERING.sub("", line)) == _fold(title))
     )
 
 
@@ -211,24 +215,29 @@ def _line_below(
 
 def _font_starts(pages: list[list[_Line]], sizes: list[list[float]]) -> list[_Start]:
     weights: Counter[float] = Counter()
-    for lines, line_sizes in zip(pages, sizes):
-        for line, size in zip(lines, line_sizes):
+    for lines, line_sizes in zip(pages, sizes, strict=True):
+        for line, size in zip(lines, line_sizes, strict=True):
             if line.text and size > 0:
                 weights[round(size * 2) / 2] += len(line.text)
     if not weights:
         return []
     body = weights.most_common(1)[0][0]
     heads: list[tuple[int, int, str, float]] = []
-    for p, (lines, line_sizes) in enumerate(zip(pages, sizes)):
-        for i, (line, size) in enumerate(zip(lines, line_sizes)):
+    for p, (lines, line_sizes) in enumerate(zip(pages, sizes, strict=True)):
+        for i, (line, size) in enumerate(zip(lines, line_sizes, strict=True)):
             if _is_heading(line.text, size, body):
                 heads.append((p, i, line.text, round(size * 2) / 2))
-    levels = {s: min(rank + 1, 3) for rank, s in enumerate(sorted({h[3] for h in heads}, reverse=True))}
+    levels = {
+        s: min(rank + 1, 3) for rank, s in enumerate(sorted({h[3] for h in heads}, reverse=True))
+    }
     starts: list[_Start] = []
     for p, i, text, size in heads:
         last = starts[-1] if starts else None
-        if last is not None and last.page == p and last.line + last.skip == i and (
-            levels[size] == last.level
+        if (
+            last is not None
+            and last.page == p
+            and last.line + last.skip == i
+            and (levels[size] == last.level)
         ):
             starts[-1] = _Start(p, last.line, f"{last.heading} {text}", last.level, last.skip + 1)
             continue
@@ -256,7 +265,7 @@ def _sections(pages: list[list[_Line]], starts: list[_Start]) -> list[RawSection
     bounds = [(s.page, s.line) for s in starts] + [(len(pages), 0)]
     if bounds[0] != (0, 0):
         raw.extend(_chunks("", 0, 0, _slice(pages, (0, 0), bounds[0])))
-    for s, end in zip(starts, bounds[1:]):
+    for s, end in zip(starts, bounds[1:], strict=True):
         begin = (s.page, s.line + s.skip)
         raw.extend(_chunks(s.heading, s.level, s.page, _slice(pages, begin, end)))
     return raw

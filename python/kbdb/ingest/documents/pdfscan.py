@@ -210,7 +210,7 @@ def _lzw(raw: bytes | memoryview) -> bytes:
     out = bytearray()
     width, buffer, bits = 9, 0, 0
     previous: bytes | None = None
-    for byte in bytes(raw[: MAX_STREAM_BYTES]):
+    for byte in bytes(raw[:MAX_STREAM_BYTES]):
         buffer = (buffer << 8) | byte
         bits += 8
         while bits >= width:

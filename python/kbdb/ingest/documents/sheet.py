@@ -90,10 +90,9 @@ def _sheet_sections(
             chunk.append(body[end])
             size += sum(len(c) + 3 for c in body[end])
             end += 1
-        if start == 0:
-            heading = title
-        else:  # body row i is kept row i + 1
-            heading = f"{title} (rows {numbers[start + 1]}–{numbers[end]})"
+        # body row i is kept row i + 1
+        span = f"rows {numbers[start + 1]}–{numbers[end]}" if start else ""
+        heading = f"{title} ({span})" if span else title
         content = markdown_table([header, *chunk])
         if end >= len(body) and note:
             content += "\n" + " ".join(note) + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pptx
 from pptx.shapes.base import BaseShape
@@ -52,6 +53,7 @@ def split(data: bytes, *, name: str) -> ParsedDocument:
 
 def _slide_blocks(slide: Slide, title_shape: BaseShape | None) -> Iterator[str]:
     title_id = title_shape.shape_id if title_shape is not None else None
+    shape: Any  # a graphic frame or an autoshape; python-pptx types them apart
     for shape in _shapes(slide.shapes, 0):
         if shape.shape_id == title_id:
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import docx
 from docx.styles.style import BaseStyle
@@ -61,22 +62,23 @@ def split(data: bytes, *, name: str) -> ParsedDocument:
 
 def _blocks(document: docx.document.Document) -> Iterator[str | tuple[str, int]]:
     """The body in order: a (heading, level) pair for a heading, else a text block."""
-    for item in document.iter_inner_content():
-        if isinstance(item, Table):
-            table = _table(item)
+    for element in document.element.body.iterchildren():
+        if element.tag == f"{_W}tbl":
+            table = _table(Table(element, document))
             if table:
                 yield table
-            continue
-        text = item.text.strip()
-        level = _heading_level(item)
-        if level and text:
-            yield (" ".join(text.split()), level)
-        elif text:
-            yield f"- {text}" if _is_list(item) else text
+        elif element.tag == f"{_W}p":
+            paragraph = Paragraph(element, document)
+            text = paragraph.text.strip()
+            level = _heading_level(paragraph, element)
+            if level and text:
+                yield (" ".join(text.split()), level)
+            elif text:
+                yield f"- {text}" if _is_list(paragraph, element) else text
 
 
-def _heading_level(paragraph: Paragraph) -> int:
-    outline = paragraph._p.find(f"{_W}pPr/{_W}outlineLvl")
+def _heading_level(paragraph: Paragraph, element: Any) -> int:
+    outline = element.find(f"{_W}pPr/{_W}outlineLvl")
     if outline is not None:
         return _outline_level(outline.get(f"{_W}val"))
     style: BaseStyle | None = paragraph.style
@@ -92,7 +94,7 @@ def _heading_level(paragraph: Paragraph) -> int:
         found = style.element.find(f"{_W}pPr/{_W}outlineLvl")
         if found is not None:
             return _outline_level(found.get(f"{_W}val"))
-        style = style.base_style
+        style = getattr(style, "base_style", None)  # a paragraph style has one
     return 0
 
 
@@ -105,9 +107,9 @@ def _outline_level(value: str | None) -> int:
     return min(n + 1, 6) if 0 <= n < 9 else 0
 
 
-def _is_list(paragraph: Paragraph) -> bool:
+def _is_list(paragraph: Paragraph, element: Any) -> bool:
     name = (paragraph.style.name if paragraph.style is not None else "") or ""
-    return name.lower().startswith("list") or paragraph._p.find(f"{_W}pPr/{_W}numPr") is not None
+    return name.lower().startswith("list") or element.find(f"{_W}pPr/{_W}numPr") is not None
 
 
 def _table(table: Table) -> str:
