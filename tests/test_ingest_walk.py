@@ -57,7 +57,7 @@ def test_entries_types_sizes(tmp_path: Path) -> None:
 
 
 def test_unsupported_extensions_are_silently_ignored(tmp_path: Path) -> None:
-    make(tmp_path, {"a.md": "", "b.xyz": "", "c.pdf": "", "README": "", "d.markdown": ""})
+    make(tmp_path, {"a.md": "", "b.xyz": "", "c.odt": "", "README": "", "d.markdown": ""})
     assert rels(tmp_path) == ["a.md", "d.markdown"]
 
 

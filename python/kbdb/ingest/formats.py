@@ -120,7 +120,36 @@ CODE_FORMATS: tuple[Format, ...] = (
 )
 """The source-code formats of the ``code`` extra."""
 
-FORMATS: tuple[Format, ...] = (*CODE_FORMATS,)
+
+def _document(
+    name: str, mime: str, extensions: tuple[str, ...], requires: tuple[str, ...], module: str
+) -> Format:
+    """A document format: bytes whose text is stored as Markdown (docs/formats.md)."""
+    return Format(
+        name=name,
+        mime=mime,
+        extensions=extensions,
+        extra="documents",
+        requires=requires,
+        module=f"kbdb.ingest.documents.{module}",
+        binary=True,
+        section_type="text/markdown",
+    )
+
+
+_OOXML = "application/vnd.openxmlformats-officedocument"
+
+DOCUMENT_FORMATS: tuple[Format, ...] = (
+    _document("pdf", "application/pdf", (".pdf",), ("pypdfium2",), "pdf"),
+    _document("docx", f"{_OOXML}.wordprocessingml.document", (".docx",), ("docx",), "word"),
+    _document("pptx", f"{_OOXML}.presentationml.presentation", (".pptx",), ("pptx",), "slides"),
+    _document("xlsx", f"{_OOXML}.spreadsheetml.sheet", (".xlsx",), ("openpyxl",), "sheet"),
+    # EPUB is read with the standard library (zipfile and the HTML splitter).
+    _document("epub", "application/epub+zip", (".epub",), (), "epub"),
+)
+"""The document formats of the ``documents`` extra (EPUB needs no library)."""
+
+FORMATS: tuple[Format, ...] = (*DOCUMENT_FORMATS, *CODE_FORMATS)
 """Every format an extra reads, in the order the docs list them."""
 
 _BY_MIME: dict[str, Format] = {f.mime: f for f in FORMATS}
