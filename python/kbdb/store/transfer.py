@@ -170,13 +170,13 @@ def import_document(conn: sqlite3.Connection, d: dict[str, Any], links: Sequence
     # A section retired here (revised or forgotten) stays retired: the snapshot's live link
     # to it becomes a dead one, or the document would list both versions.
     retired = _retired(conn, [link[0] for link in links])
-    links = [(k, o, v and k not in retired, *where) for k, o, v, *where in links]
+    links = [(k, o, v and k not in retired, a, b, p) for k, o, v, a, b, p in links]
     insert = (
         "INSERT INTO document_sections(docid, kbid, ord, live, start_line, end_line, page)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)"
     )
     if new:
-        conn.executemany(insert, [(docid, k, o, int(v), *where) for k, o, v, *where in links])
+        conn.executemany(insert, [(docid, k, o, int(v), a, b, p) for k, o, v, a, b, p in links])
         return True
     have = {
         (str(k), bool(v))
@@ -189,10 +189,10 @@ def import_document(conn: sqlite3.Connection, d: dict[str, Any], links: Sequence
             "SELECT COALESCE(MAX(ord) + 1, 0) FROM document_sections WHERE docid = ?", (docid,)
         ).fetchone()[0]
     )
-    for k, _o, v, *where in links:
+    for k, _o, v, a, b, p in links:
         if (k, v) in have or (k, True) in have:
             continue
-        conn.execute(insert, (docid, k, base, int(v), *where))
+        conn.execute(insert, (docid, k, base, int(v), a, b, p))
         have.add((k, v))
         base += 1
     return False
