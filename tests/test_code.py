@@ -16,6 +16,7 @@ from tests.test_watch import Running, hits, wait_for
 
 import kbdb
 import kbdb.ingest.formats as formats
+from kbdb.cli.render import numbered_lines
 from kbdb.ingest.code import CODE_INVALID, MAX_DEPTH, MAX_SECTION_LINES, split
 from kbdb.ingest.codelang import grammar_for
 from kbdb.ingest.section import ParsedDocument, ParsedSection
@@ -603,6 +604,18 @@ def test_identifier_queries_find_their_definition(kb: kbdb.KnowledgeBase, repo: 
     assert item.type == "text/x-python"
     # the snippet is cut from the docstring, the section's prose
     assert "Read the settings file" in item.snippet
+    # the citation is the definition's lines in the file, as an editor numbers them
+    lines = (repo / "src" / "settings.py").read_text().split("\n")
+    assert item.source.path == str(repo / "src" / "settings.py")
+    assert item.source.start_line is not None and item.source.end_line is not None
+    assert lines[item.source.start_line - 1] == "def parse_config(path):"
+    assert (
+        lines[item.source.end_line - 1].strip() == 'return dict(line.split("=", 1) for line in f)'
+    )
+    (section,) = kb.recall(item.kbid).sections
+    numbered = numbered_lines(section.content, section.type, section.source)
+    assert numbered is not None
+    assert all(lines[n - 1] == row for n, row in numbered)
 
 
 def test_a_binary_file_named_py_is_skipped(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:

@@ -201,6 +201,10 @@ def test_learned_pdf_text_is_found_on_its_page(kb: kbdb.KnowledgeBase, tmp_path:
     items = kb.search("expedite glorious").items
     assert items and items[0].heading == "Page 4"
     assert items[0].docids == ("vicksburg-ocr.pdf",)
+    # the citation names the file and the page; a page has no lines to cite
+    assert items[0].source.path == str(folder / "vicksburg-ocr.pdf")
+    assert (items[0].source.page, items[0].source.start_line) == (4, None)
+    assert items[0].source.cite() == f"{folder / 'vicksburg-ocr.pdf'} p.4"
     assert items[0].type == "text/markdown"
     notes = kb.search("notes of the first slide").items
     assert notes[0].heading == "Title of the first slide"
