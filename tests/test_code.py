@@ -649,3 +649,19 @@ def test_watch_learns_a_new_python_file(kb: kbdb.KnowledgeBase, repo: Path) -> N
         assert top(kb, "frobnicate_widget") == ("src/extra.py", "frobnicate_widget(x)")
     finally:
         w.close()
+
+
+def test_code_is_not_checked_for_near_duplicates(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:
+    """Source repeats itself by design: two copies of a function are not reported, while
+    the same words as Markdown notes are."""
+    body = "\n".join(f"    total = total + value_{i} * weight_{i}" for i in range(30))
+    folder = tmp_path / "dups"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.py").write_text(f"def score_{name}(values):\n{body}\n    return total\n")
+        (folder / f"{name}.md").write_text(f"# Scoring {name}\n\n{body}\n")
+    report = kb.learn_path(folder)
+    near = {s.kbid: s.near_duplicates for s in report.sections}
+    recalled = {s.kbid: s.type for s in kb.recall(*near).sections}
+    assert any(near[k] for k, t in recalled.items() if t == "text/markdown")
+    assert not any(near[k] for k, t in recalled.items() if t == "text/x-python")

@@ -41,6 +41,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from kbdb.ingest.formats import CODE_FORMATS
 from kbdb.store import Database
 from kbdb.store import queries as q
 from kbdb.store import signatures as sig
@@ -82,9 +83,15 @@ all-pairs comparison the band table exists to avoid."""
 # -- shingles and signatures ------------------------------------------------------------
 
 
+CODE_TYPES = frozenset(f.mime for f in CODE_FORMATS)
+
+
 def section_text(heading: str, content: str, type: str) -> str | None:
-    """What a section is compared on: heading and content; None for images (base64)."""
-    if type.startswith("image/"):
+    """What a section is compared on: heading and content. None for images (base64) and
+    for source code, which repeats itself by design (overloads, tests, generated code):
+    a learn of a repository would report thousands of near-duplicates, and signing its
+    tens of thousands of definitions cost a fifth of the learn."""
+    if type.startswith("image/") or type in CODE_TYPES:
         return None
     return f"{heading}\n{content}"
 
