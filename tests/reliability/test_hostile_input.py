@@ -595,7 +595,7 @@ async def test_limits_through_mcp(tmp_path: Path) -> None:
     from tests.mcp.conftest import connect, make_kb
 
     kbdir = make_kb(tmp_path / "project")
-    async with connect(kbdir, tmp_path / "err.log") as c:
+    async with connect(kbdir, tmp_path / "err.log", "--tools", "all") as c:
         body = await c.error("search", {"query": "pool", "limit": 10**6})
         assert body["code"] == "INVALID_ARGUMENT" and "limit" in body["error"]
         words = " ".join(
