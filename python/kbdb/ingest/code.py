@@ -28,7 +28,7 @@ from typing import Any
 
 from kbdb.ingest.codelang import Grammar, function_value, grammar_for, member_owner, name_node
 from kbdb.ingest.formats import FormatRejectedError
-from kbdb.ingest.section import ParsedDocument, ParsedSection
+from kbdb.ingest.section import ParsedDocument, ParsedSection, unique_path
 
 CODE_INVALID = "code_invalid"
 """Warning: the parser found syntax errors; the definitions it could not place stay in
@@ -162,7 +162,7 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
         if owner and not base and node.type in grammar.functions:  # a Go method
             base, prefix = (owner,), owner + grammar.separator
         heading = _heading(grammar, node, head, source, prefix)
-        path = _unique(base + (own_name,), seen)
+        path = unique_path(base + (own_name,), seen)
         defs.append(_Def(start, last, heading, path, prefix, scope.parent, scope.depth))
         scope.claimed = last
         body = node.child_by_field_name("body") if node.type in grammar.types else None
@@ -316,20 +316,6 @@ def _clip(text: str) -> str:
     if len(text) > MAX_HEADING_CHARS:
         return text[: MAX_HEADING_CHARS - 1].rstrip() + "…"
     return text
-
-
-def _unique(path: tuple[str, ...], seen: dict[tuple[str, ...], int]) -> tuple[str, ...]:
-    """Overloads and repeated ``impl`` blocks share a path: the later ones get `` (2)``…"""
-    count = seen.get(path, 0) + 1
-    seen[path] = count
-    if count == 1:
-        return path
-    while True:
-        candidate = path[:-1] + (f"{path[-1]} ({count})",)
-        if candidate not in seen:
-            seen[candidate] = 1
-            return candidate
-        count += 1
 
 
 def _sections(defs: list[_Def], lines: list[str], name: str) -> list[ParsedSection]:

@@ -118,7 +118,7 @@ def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
                 stack.pop()
             parent = stack[-1] if stack else None
             base = out[parent].heading_path if parent is not None else ()
-            path = _unique(base + (section.heading,), seen_paths)
+            path = unique_path(base + (section.heading,), seen_paths)
             stack.append(index)
         out.append(
             ParsedSection(
@@ -137,8 +137,9 @@ def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
     return tuple(out)
 
 
-def _unique(path: tuple[str, ...], seen: dict[tuple[str, ...], int]) -> tuple[str, ...]:
-    """Make ``path`` unique among the paths already handed out, suffixing the leaf."""
+def unique_path(path: tuple[str, ...], seen: dict[tuple[str, ...], int]) -> tuple[str, ...]:
+    """Make ``path`` unique among the paths already handed out (``seen``, updated),
+    suffixing the leaf with `` (2)``, `` (3)``…"""
     count = seen.get(path, 0) + 1
     seen[path] = count
     if count == 1:

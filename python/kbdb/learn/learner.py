@@ -31,7 +31,7 @@ from kbdb.ingest import (
     read_text,
     walk,
 )
-from kbdb.ingest.content import is_image
+from kbdb.ingest.content import is_image, normalize_type, split_content
 from kbdb.ingest.formats import format_of
 from kbdb.ingest.walk import read_format
 from kbdb.knowledge.neardup import NearDuplicateFinder
@@ -460,33 +460,22 @@ def parse_entry(
         items += [ParsedFile(path, None, s) for s in skips]
         return [dataclasses.replace(it, first_of_file=i == 0) for i, it in enumerate(items)]
     try:
-        if fmt is not None and document is not None:
-            pending = build_parsed(
-                document,
-                docid=doc,
-                source=entry.rel,
-                checksum_text=text,
-                type=fmt.mime,
-                title=None,
-                description=None,
-                tags=tags,
-                section_type=None,
-                source_path=os.path.abspath(path),
-                mode="document",
-                content_type=fmt.section_type,
-            )
-            return [ParsedFile(path, pending, None)]
-        pending = build_document(
+        if document is None:
+            mime = normalize_type(entry.type)
+            document = split_content(text, mime, title=title, description=None)
+        pending = build_parsed(
+            document,
             docid=doc,
             source=entry.rel,
-            text=text,
-            type=entry.type,
+            checksum_text=text,
+            type=fmt.mime if fmt is not None else mime,
             title=title,
             description=None,
             tags=tags,
             section_type=None,
             source_path=os.path.abspath(path),
             mode="document",
+            content_type=fmt.section_type if fmt is not None else None,
         )
     except KbdbError as e:  # e.g. a .json file that does not parse: skip, go on
         return [ParsedFile(path, None, SkippedFile(path, e.message, _skip_code(e)))]

@@ -6,6 +6,7 @@ The MCP SDK is imported inside the command, so that no other command pays for it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -90,29 +91,20 @@ def mcp(
         from kbdb.watch import check_folders
 
         folders = tuple(check_folders(watch))  # a bad folder fails now too (exit 2)
+    options: dict[str, Any] = {
+        "version": version(),
+        "debug": st.debug,
+        "watch": folders,
+        "shards": shards,
+        "ray": ray,
+        "tools": names,
+    }
     if address is not None:
         from kbdb.mcp.http import serve_http
 
-        serve_http(
-            path,
-            address,
-            version=version(),
-            debug=st.debug,
-            watch=folders,
-            shards=shards,
-            ray=ray,
-            tools=names,
-        )
+        serve_http(path, address, **options)
     else:
         from kbdb.mcp.server import serve_stdio
 
-        serve_stdio(
-            path,
-            version=version(),
-            debug=st.debug,
-            watch=folders,
-            shards=shards,
-            ray=ray,
-            tools=names,
-        )
+        serve_stdio(path, **options)
     return 0
