@@ -33,11 +33,13 @@ Metrics: **success@1** (the first result is the answer; the headline), MRR@10 (1
 the answer among the first 10 results), and file success@1 (the first result lies in the
 answer's file).
 
-Diagnosis (secondary row): kbdb again with ``search.w_path = 0``, the path field (file
+Diagnosis (secondary rows): kbdb again with ``search.w_path = 0``, the path field (file
 name, document title, the headings above a section) weighing nothing. A chapter's heading
 is also in the path field of every section below it, so with the default weight those
 sections compete with the chapter's own section for the chapter's title; this row shows
-how much of the misses that accounts for.
+how much of the misses that accounts for. And kbdb with ``search.heading_boost = 0``: the
+ranking without the boost of a section whose whole heading the query is, which answers
+those misses without weakening the path field.
 
     python benches/bench_languages.py [--book de --book es --book zh --book en] [--show 20]
 """
@@ -69,6 +71,12 @@ BOOKS = {
     "es": (DATA / "rust-book-es" / "src", "spanish", "spanish"),
     "zh": (DATA / "rust-book-zh" / "src", "english", "cjk"),
     "en": (CORPORA / "rust-book" / "src", "english", "english"),
+}
+
+# The diagnosis rows: result key -> the [search] settings kbdb runs with.
+DIAGNOSIS: dict[str, dict[str, float]] = {
+    "kbdb_w_path_0": {"w_path": 0.0},
+    "kbdb_heading_boost_0": {"heading_boost": 0.0},
 }
 
 _HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
@@ -149,12 +157,13 @@ def search_all(kb: Any, queries: Iterable[Query]) -> dict[Query, list[str]]:
     }
 
 
-def without_path_field(kbdir: Path, language: str) -> Any:
-    """The knowledge base in ``kbdir`` opened with ``search.w_path = 0`` (the diagnosis)."""
+def with_search(kbdir: Path, language: str, **settings: float) -> Any:
+    """The knowledge base in ``kbdir`` opened with other ``[search]`` settings (the
+    diagnosis rows)."""
     from kbdb import KnowledgeBase
     from kbdb.config import Config, IndexConfig, SearchConfig
 
-    config = Config(search=SearchConfig(w_path=0.0), index=IndexConfig(language=language))
+    config = Config(search=SearchConfig(**settings), index=IndexConfig(language=language))
     return KnowledgeBase.open(kbdir, config=config)
 
 
@@ -187,9 +196,11 @@ def run_book(code: str) -> dict[str, Any]:
         kbdb_ranked = search_all(book.kb, book.answers)
         kbdb_s = time.perf_counter() - t0
         kb_scores, kb_misses = score(book, kbdb_ranked)
-        no_path = without_path_field(Path(tmp), language)
-        no_path_scores, _ = score(book, search_all(no_path, book.answers))
-        no_path.close()
+        diagnosis: dict[str, dict[str, Any]] = {}
+        for label, settings in DIAGNOSIS.items():
+            other = with_search(Path(tmp), language, **settings)
+            diagnosis[label], _ = score(book, search_all(other, book.answers))
+            other.close()
         try:
             peer = Bm25sCjk() if stem_language == "cjk" else Bm25s(language=stem_language)
         except NotInstalled as e:
@@ -217,7 +228,7 @@ def run_book(code: str) -> dict[str, Any]:
         "queries": len(book.answers),
         "recurring_headings_left_out": recurring,
         "kbdb": {**kb_scores, "learn_s": book.learn_s, "search_s": kbdb_s},
-        "kbdb_w_path_0": no_path_scores,
+        **diagnosis,
         "bm25s": bm,
         "kbdb_misses": kb_misses,
         "bm25s_misses": bm_misses,
@@ -249,6 +260,7 @@ def main() -> int:
                 a["file_success@1"],
                 b.get("file_success@1"),
                 r["kbdb_w_path_0"]["success@1"],
+                r["kbdb_heading_boost_0"]["success@1"],
             ]
         )
     print_table(
@@ -263,6 +275,7 @@ def main() -> int:
             "kbdb file S@1",
             "bm25s file S@1",
             "kbdb S@1, w_path 0",
+            "kbdb S@1, heading_boost 0",
         ],
         rows,
     )
@@ -283,6 +296,8 @@ def main() -> int:
                 "mrr@10": "1/rank of that section among the first 10 results; 0 if absent",
                 "file_success@1": "the first result is a section of the heading's file",
                 "kbdb_w_path_0": "kbdb with search.w_path = 0 (diagnosis: the path field)",
+                "kbdb_heading_boost_0": "kbdb with search.heading_boost = 0 (without the"
+                " boost of a section whose whole heading the query is)",
             },
             "code": code_state(),
             "wall_s": time.perf_counter() - t_start,

@@ -30,7 +30,12 @@ fusion that matched the vector arm there would be pulled toward it on real colle
 where questions are carried by names, dates and events.
 Leave-one-set-out: the same choice made on five real sets, scored on the sixth.
 
+``--set search.KEY=VALUE`` (repeatable) runs the arms under other search settings, in
+memory (the cached ``worker.toml`` is not edited): how a lexical ranking change moves the
+fusion.
+
     python benches/tune_fusion.py [--model DIR] [--cache DIR] [--sets scifact,medline,...]
+        [--set search.heading_boost=0]
 """
 
 from __future__ import annotations
@@ -136,17 +141,18 @@ class Variant:
 
 @contextmanager
 def learned_set(
-    name: str, folder: Path, model: Path, cache: Path
+    name: str, folder: Path, model: Path, cache: Path, overrides: dict[str, str] | None = None
 ) -> Iterator[tuple[KnowledgeBase, BeirDataset]]:
     """The dev set's knowledge base in ``cache/name``, with the local model, learned and
     embedded on the first run (the embedding cache makes a later one cheap), and its
-    indexes current; closed on exit."""
+    indexes current; closed on exit. ``overrides`` are further settings, in memory."""
     from kbdb import KnowledgeBase
 
     ds = load_beir(*dataset_paths(folder))
     root = cache / name
     KnowledgeBase.init(root).close()
     settings = {"embedding.provider": "onnx", "embedding.model_path": str(model)}
+    settings.update(overrides or {})
     config = override_config(load_config(root / ".kbdb" / "worker.toml"), settings)
     kb = KnowledgeBase.open(root, config=config)
     try:
@@ -180,11 +186,13 @@ def arm_lists(
     return parsed, hits, list(vectors.search(text, limit=FUSION_CANDIDATES, allow=None))
 
 
-def open_set(name: str, folder: Path, model: Path, cache: Path) -> DevSet:
+def open_set(
+    name: str, folder: Path, model: Path, cache: Path, overrides: dict[str, str] | None = None
+) -> DevSet:
     from kbdb.config import config_to_dict
     from kbdb.store import queries as q
 
-    with learned_set(name, folder, model, cache) as (kb, ds):
+    with learned_set(name, folder, model, cache, overrides) as (kb, ds):
         lexical = kb.context.searcher()
         out = []
         for qid, text in ds.queries:
@@ -395,13 +403,23 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=CACHE, help="knowledge bases, one per set")
     ap.add_argument("--sets", default=",".join(DEV_SETS), help="comma-separated dev sets")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="scoring processes")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="search.KEY=VALUE",
+        help="a search setting for both arms, in memory (repeatable)",
+    )
     args = ap.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.set if "=" in item)
+    if len(overrides) != len(args.set) or any(not k.startswith("search.") for k in overrides):
+        ap.error("--set takes search.KEY=VALUE")
     names = [s for s in args.sets.split(",") if s]
     unknown = [s for s in names if s not in DEV_SETS]
     if unknown:
         ap.error(f"unknown set(s) {unknown}; known: {', '.join(DEV_SETS)}")
     args.cache.mkdir(parents=True, exist_ok=True)
-    devs = {n: open_set(n, DEV_SETS[n], args.model, args.cache) for n in names}
+    devs = {n: open_set(n, DEV_SETS[n], args.model, args.cache, overrides) for n in names}
     real = [n for n in names if n not in ARM_SETS_EXCLUDED]
 
     t0 = time.perf_counter()
@@ -489,6 +507,7 @@ def main() -> int:
         {
             "model": str(args.model),
             "cache": str(args.cache),
+            "settings": overrides,
             "candidates_per_arm": FUSION_CANDIDATES,
             "adaptive_rrf_k": ADAPTIVE_RRF_K,
             "tolerance": TOLERANCE,

@@ -25,7 +25,7 @@ The report gives the chosen setting, whether it equals the shipped defaults
 (``Config().search``), and every set's margin for the shipped defaults, the previous ones and
 those before query term frequency and the path field.
 
-    python benches/tune_ranking.py [--grid small|full|path|common|name]
+    python benches/tune_ranking.py [--grid small|full|path|common|name|heading]
         [--sets scifact,cranfield,medline,lisa,time,locomo,paraphrase]
 """
 
@@ -59,6 +59,7 @@ BEFORE: dict[str, Any] = {
     "w_path": 0.0,
     "common_cutoff": 0.0,
     "name_boost": 0.0,
+    "heading_boost": 0.0,
 }
 # The defaults the six-set choice replaced (chosen on SciFact, Cranfield, MEDLINE and
 # navigation).
@@ -94,6 +95,7 @@ RANKING_KEYS = (
     "query_tf_k3",
     "common_cutoff",
     "name_boost",
+    "heading_boost",
 )
 
 
@@ -175,6 +177,10 @@ def bm25s_scores(ds: BeirDataset) -> dict[str, float] | None:
 
 def grid(kind: str) -> list[dict[str, Any]]:
     """Candidate settings (only the keys that differ from the defaults)."""
+    if kind == "heading":
+        axes = {"heading_boost": (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)}
+        keys = list(axes)
+        return [dict(zip(keys, v, strict=True)) for v in itertools.product(*axes.values())]
     if kind == "name":
         axes = {"name_boost": (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)}
         keys = list(axes)
@@ -245,7 +251,9 @@ def label(settings: dict[str, Any]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--grid", choices=("small", "full", "path", "common", "name"), default="small")
+    ap.add_argument(
+        "--grid", choices=("small", "full", "path", "common", "name", "heading"), default="small"
+    )
     ap.add_argument("--sets", default=",".join(LEXICAL_SETS))
     ap.add_argument("--path-grid", action="store_true", help="sweep the path field's w and b")
     args = ap.parse_args()

@@ -343,6 +343,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.query_tf_k3": st.floats(0, 1e6, **_FINITE),
     "search.common_cutoff": st.floats(0, 1),
     "search.name_boost": st.floats(0, 10),
+    "search.heading_boost": st.floats(0, 10),
     "search.default_limit": st.integers(1, 100),
     "search.default_mode": st.sampled_from(["lexical", "vector", "hybrid"]),
     "search.fusion": st.sampled_from(["rrf", "linear", "adaptive"]),

@@ -50,6 +50,7 @@ DEFAULT_W_PATH = 3.0
 DEFAULT_QUERY_TF_K3 = 8.0
 DEFAULT_COMMON_CUTOFF = 0.5
 DEFAULT_NAME_BOOST = 0.5
+DEFAULT_HEADING_BOOST = 0.1
 # The engine refuses larger field weights: scores could overflow to NaN (MAX_FIELD_WEIGHT in
 # rust/src/lexical/bm25f.rs).
 MAX_FIELD_WEIGHT = 1_000_000
@@ -263,6 +264,7 @@ _ALL_KEYS = (
     ConfigKey("search", "query_tf_k3", DEFAULT_QUERY_TF_K3, _range(0)),
     ConfigKey("search", "common_cutoff", DEFAULT_COMMON_CUTOFF, _UNIT),
     ConfigKey("search", "name_boost", DEFAULT_NAME_BOOST, _range(0, 10)),
+    ConfigKey("search", "heading_boost", DEFAULT_HEADING_BOOST, _range(0, 10)),
     ConfigKey("search", "default_limit", DEFAULT_LIMIT, _range(1, MAX_LIMIT)),
     ConfigKey("search", "default_mode", "lexical", _one_of("lexical", "vector", "hybrid")),
     ConfigKey("search", "fusion", "adaptive", _one_of("rrf", "linear", "adaptive")),
@@ -322,6 +324,7 @@ _DOCS = {
         "strict matching: a query word in more than this share of sections is optional (0 = off)"
     ),
     "search.name_boost": "boost of the sections of a page whose name (its docid) the query is",
+    "search.heading_boost": "boost of a section whose whole heading the query is",
     "search.default_mode": (
         'mode of a search that names none (lexical while embedding.provider is "none")'
     ),
@@ -427,6 +430,7 @@ class SearchConfig(_Validated):
     query_tf_k3: float = DEFAULT_QUERY_TF_K3
     common_cutoff: float = DEFAULT_COMMON_CUTOFF
     name_boost: float = DEFAULT_NAME_BOOST
+    heading_boost: float = DEFAULT_HEADING_BOOST
     default_limit: int = DEFAULT_LIMIT
     default_mode: Mode = "lexical"
     fusion: Fusion = "adaptive"

@@ -94,6 +94,7 @@ class Hit:
     bodiless: bool = False  # neither body nor code: a heading alone
     in_path: bool = False  # every required clause matched in the path field
     name_factor: float = 1.0  # the query names the hit's page (``_name_boost``)
+    heading_factor: float = 1.0  # the query is the hit's heading (``_heading_boost``)
     recency: float = 1.0  # the recency decay (``search.when``), also in ``boost``
 
 
@@ -301,6 +302,7 @@ class LexicalSearcher:
             total = max(total, loose.total)
         # The engine lists the rare hits these steps look at: most queries skip them.
         tiers = (strict,) if loose is None else (strict, loose)
+        self._heading_boost(hits, parsed, strict.common)
         links: Links = {}
         if any(t.in_path for t in tiers):
             links = self._name_boost(hits, parsed, strict.common)
@@ -345,6 +347,58 @@ class LexicalSearcher:
             hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
         return links
 
+    def _heading_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> None:
+        """Multiply by ``1 + heading_boost`` the strict hits whose heading the query is:
+        every query word that strict matching requires (but those it made optional as
+        common) matched in the heading field and is a word of the section's own heading,
+        and every word of that heading is a query word. A chapter's title is also in the
+        path field of every section below it; this lets the chapter's own section, not a
+        short subsection, answer its title."""
+        boost = self.cfg.heading_boost
+        if boost <= 0 or not hits:
+            return
+        clauses = parsed.clauses
+        needed_at = [
+            i
+            for i, ((_, required), is_common) in enumerate(zip(clauses, common, strict=False))
+            if required and not is_common
+        ]
+        if not needed_at:
+            return
+        # The engine's per-clause field masks say where each clause matched: only the rows
+        # of hits whose heading field matched every needed clause are read, and most
+        # queries (long ones above all) have none. A hit's masks become one integer of 0/1
+        # bytes (1: the clause matched in the heading), the clauses that are not needed
+        # set to 1: a few C calls a hit, not a Python loop over its clauses.
+        n = len(clauses)
+        every = int.from_bytes(b"\x01" * n, "little")
+        skip = every
+        for i in needed_at:
+            skip &= ~(1 << (8 * i))
+        maybe = [
+            h
+            for h in hits
+            if not h.relaxed
+            and int.from_bytes(h.matched.translate(_HEADING_BIT), "little") | skip == every
+        ]
+        if not maybe:
+            return
+        words = {alts[0][0] for alts, required in clauses if required}
+        needed = {clauses[i][0][0][0] for i in needed_at}
+        with self.source.read() as conn:
+            rows = self.source.rows(conn, [h.kbid for h in maybe])
+        factor = 1.0 + boost
+        boosted = False
+        for h in maybe:
+            row = rows.get(h.kbid)
+            if row is not None and needed <= self._terms(row.heading) <= words:
+                h.heading_factor = factor
+                h.boost *= factor
+                h.score *= factor
+                boosted = True
+        if boosted:
+            hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
+
     def _links(self, conn: Any, kbids: Sequence[str]) -> Links:
         """The links of ``kbids``; under ``as_of``, a section counts as live in each of its
         documents."""
@@ -355,14 +409,18 @@ class LexicalSearcher:
 
     def _name_terms(self, docid: str) -> frozenset[str]:
         """The analyzed words of a document's name (no identifier whole forms)."""
-        key = (self.analyzer.id, docid)
-        got = _NAMES.get(key)
+        return self._terms(file_stem(docid))
+
+    def _terms(self, text: str) -> frozenset[str]:
+        """The analyzed words of a name or a heading (no identifier whole forms)."""
+        key = (self.analyzer.id, text)
+        got = _TERMS.get(key)
         if got is None:
-            tokens = self.analyzer.query_tokens(file_stem(docid))
+            tokens = self.analyzer.query_tokens(text)
             got = frozenset(t for t, _, _, whole in tokens if not whole)
-            if len(_NAMES) >= _NAMES_MAX:
-                _NAMES.clear()
-            _NAMES[key] = got
+            if len(_TERMS) >= _TERMS_MAX:
+                _TERMS.clear()
+            _TERMS[key] = got
         return got
 
     def _sibling_boost(self, hits: list[Hit], links: Links, bodiless: bool) -> Links:
@@ -489,10 +547,14 @@ class LexicalSearcher:
         return items
 
 
-# Per analyzer id and docid: the analyzed words of its name (``LexicalSearcher._name_terms``;
-# knowledge bases of several languages may be open in one process).
-_NAMES: dict[tuple[str, str], frozenset[str]] = {}
-_NAMES_MAX = 16_384
+# Per analyzer id and text (a page's name, a heading): its analyzed words
+# (``LexicalSearcher._terms``; knowledge bases of several languages may be open in one
+# process).
+_TERMS: dict[tuple[str, str], frozenset[str]] = {}
+_TERMS_MAX = 16_384
+# A clause's field mask to 1 when it holds the heading bit, else 0 (``bytes.translate``,
+# for ``_heading_boost``).
+_HEADING_BIT = bytes(1 if m & _core.FIELD_HEADING else 0 for m in range(256))
 
 
 def _matched(masks: bytes) -> tuple[tuple[int, ...], int]:
@@ -643,11 +705,13 @@ def _explain(h: Hit) -> dict[str, Any]:
             {"clause": c, "term": t, "field": f, "score": round(s, 6)}
             for c, t, f, s in (h.explain or [])
         ],
-        "sibling_boost": round(h.boost / h.name_factor / h.recency, 4),
+        "sibling_boost": round(h.boost / h.name_factor / h.heading_factor / h.recency, 4),
         "relaxed": h.relaxed,
     }
     if h.name_factor != 1.0:
         out["name_boost"] = round(h.name_factor, 4)
+    if h.heading_factor != 1.0:
+        out["heading_boost"] = round(h.heading_factor, 4)
     if h.extra:
         out.update(h.extra)
     return out

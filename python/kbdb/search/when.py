@@ -147,7 +147,11 @@ class Timing:
         hits = self.order_hits(ranking.hits, starts, explain)
         if not complete and hits:
             cfg = searcher.cfg
-            cap = (1.0 + max(cfg.sibling_boost, 0.0)) * (1.0 + max(cfg.name_boost, 0.0))
+            cap = (
+                (1.0 + max(cfg.sibling_boost, 0.0))
+                * (1.0 + max(cfg.name_boost, 0.0))
+                * (1.0 + max(cfg.heading_boost, 0.0))
+            )
             floor = min(h.lexical_score or 0.0 for h in hits) * cap
             last = hits[min(page_end, len(hits)) - 1].score
             if len(hits) < page_end or last < floor:
