@@ -665,3 +665,18 @@ def test_code_is_not_checked_for_near_duplicates(kb: kbdb.KnowledgeBase, tmp_pat
     recalled = {s.kbid: s.type for s in kb.recall(*near).sections}
     assert any(near[k] for k, t in recalled.items() if t == "text/markdown")
     assert not any(near[k] for k, t in recalled.items() if t == "text/x-python")
+
+
+def test_a_type_name_finds_the_type_before_its_constructor_and_impl(
+    kb: kbdb.KnowledgeBase, repo: Path
+) -> None:
+    """The heading boost compares a code section's definition names, not its signature:
+    ``Config`` is the struct, not ``Config::parse(text) -> Config`` nor ``impl Config``;
+    ``Config::parse`` is the method."""
+    kb.learn_path(repo)
+    hit = kb.search("Config", mode="lexical", limit=1, explain=True).items[0]
+    assert hit.heading == "pub struct Config"
+    assert hit.explain is not None and hit.explain.get("heading_boost", 1.0) > 1.0
+    method = kb.search("Config::parse", mode="lexical", limit=1, explain=True).items[0]
+    assert method.heading == "Config::parse(text: &str) -> Config"
+    assert method.explain is not None and method.explain.get("heading_boost", 1.0) > 1.0

@@ -93,6 +93,21 @@ def path_field(
     return " ".join(parts)
 
 
+def definition_names(heading: str, type: str, source_key: str | None) -> tuple[str, ...]:
+    """What a query must be to be a section's whole heading (the heading boost): the
+    heading. For a source-code section, the names of its definition instead: its own name,
+    the last element of its heading path (``parse``; ``impl Config`` stays itself), and
+    its qualified name, the heading before its parameters (``Config.parse``), so that a
+    type's name finds the type before the constructors and ``impl`` blocks whose
+    signatures repeat it, and ``Config::parse`` finds the method."""
+    if type not in CODE_TYPES or not source_key or "#" not in source_key:
+        return (heading,)
+    trail = _COPY_SUFFIX.sub("", source_key.partition("#")[2])
+    own = trail.rsplit("/", 1)[-1]
+    qualified = heading.split("(", 1)[0].strip()
+    return tuple(n for n in dict.fromkeys((own, qualified)) if n) or (heading,)
+
+
 def file_stem(path: str) -> str:
     """A file path's last component without its extension: a page's name."""
     return posixpath.splitext(posixpath.basename(path.replace("\\", "/")))[0]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from kbdb import _core
 from kbdb.config import SearchConfig
 from kbdb.search.confidence import confidence, verdict
-from kbdb.search.fields import body_fields, file_stem
+from kbdb.search.fields import body_fields, definition_names, file_stem
 from kbdb.search.query import ParsedQuery, parse_query
 from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
@@ -391,7 +391,7 @@ class LexicalSearcher:
         boosted = False
         for h in maybe:
             row = rows.get(h.kbid)
-            if row is not None and needed <= self._terms(row.heading) <= words:
+            if row is not None and any(needed <= self._terms(n) <= words for n in row.names):
                 h.heading_factor = factor
                 h.boost *= factor
                 h.score *= factor
@@ -580,6 +580,8 @@ class Row(NamedTuple):
     body: str  # what the snippet is cut from (``fields.body_fields``); ``content`` itself
     # when the two are the same
     source: SourceRef  # where the section is in its first document's file
+    names: tuple[str, ...]  # what the heading boost compares: the heading; for a code
+    # section, the names of its definition (``fields.definition_names``)
 
 
 def _hydration_rows(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
@@ -608,9 +610,11 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]
     for r in q.hit_rows(conn, kbids):
         tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
         body = body_fields(r[4], r[5], None)[0]
+        names = definition_names(r[1], r[5], r[12])
         out[r[0]] = Row(
-            r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body, source_ref(r[11])
-        )
+            r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body, source_ref(r[11]),
+            names,
+        )  # fmt: skip
     return out
 
 

@@ -326,15 +326,15 @@ _HIT_ROWS = (
     "SELECT s.kbid, s.heading, s.level, s.parent, s.content, s.type, s.section_type,"
     " s.title, s.created_at, s.retired_at,"
     " (SELECT json_group_array(t.tag) FROM section_tags t WHERE t.kbid = s.kbid),"
-    f" {SOURCE_CELL}"
+    f" {SOURCE_CELL}, s.source_key"
     " FROM sections s WHERE s.kbid IN ({marks})"
 )
 
 
 def hit_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
     """``(kbid, heading, level, parent, content, type, section_type, title, created_at,
-    retired_at, tags as a JSON array, citation as a JSON array or None)`` of those of
-    ``kbids`` that exist."""
+    retired_at, tags as a JSON array, citation as a JSON array or None, source_key)`` of
+    those of ``kbids`` that exist."""
     for chunk in _chunks(kbids):
         yield from conn.execute(_HIT_ROWS.format(marks=",".join("?" * len(chunk))), tuple(chunk))
 
