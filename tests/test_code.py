@@ -680,3 +680,27 @@ def test_a_type_name_finds_the_type_before_its_constructor_and_impl(
     method = kb.search("Config::parse", mode="lexical", limit=1, explain=True).items[0]
     assert method.heading == "Config::parse(text: &str) -> Config"
     assert method.explain is not None and method.explain.get("heading_boost", 1.0) > 1.0
+
+
+def test_recall_lines_number_a_class_without_its_methods_as_the_file_does(
+    kb: kbdb.KnowledgeBase, tmp_path: Path
+) -> None:
+    """A class's section leaves out its methods (sections of their own): its lines after
+    the first method are not contiguous, and each is still numbered as in the file."""
+    folder = tmp_path / "flask"
+    folder.mkdir()
+    source = folder / "flask_tag.py"
+    source.write_bytes((DATA / "flask_tag.py").read_bytes())
+    kb.learn_path(folder)
+    hit = kb.search("TaggedJSONSerializer", mode="lexical", limit=1).items[0]
+    assert hit.heading == "class TaggedJSONSerializer"
+    (section,) = kb.recall(hit.kbid).sections
+    numbered = numbered_lines(section.content, section.type, section.source)
+    assert numbered is not None
+    lines = source.read_text().split("\n")
+    assert numbered[0] == (section.source.start_line, "class TaggedJSONSerializer:")
+    assert all(lines[n - 1] == row for n, row in numbered)
+    assert len(numbered) < section.source.end_line - section.source.start_line + 1
+    # Once the file has changed, the lines are not guessed.
+    source.write_text("# rewritten\n")
+    assert numbered_lines(section.content, section.type, section.source) is None

@@ -330,8 +330,14 @@ def render_recall(res: RecallResult, *, lines: bool = False) -> None:
 def numbered_lines(content: str, type: str, source: SourceRef) -> list[tuple[int, str]] | None:
     """The content's lines with their numbers in the source file, or None when they are
     not known: no lines recorded, a format whose content is not the file's text (HTML,
-    PDF), or content that does not fit the recorded span. The content is the end of the
-    span (a heading line comes before it), so lines are counted back from ``end_line``."""
+    PDF), or content that does not fit the recorded span.
+
+    When the file is still there, each line of content is found in the file's span, in
+    order: that numbers content with gaps right (a class without its methods, which are
+    sections of their own). Without the file, a span whose length is the content's is
+    numbered from ``start_line``; otherwise a text section's content is the end of its
+    span (a heading line comes before it) and is counted back from ``end_line``, and a
+    code section's lines are not known (its gaps are not)."""
     if source.start_line is None or source.end_line is None or source.page is not None:
         return None
     if type == "text/html" or type.startswith("image/"):
@@ -341,10 +347,47 @@ def numbered_lines(content: str, type: str, source: SourceRef) -> list[tuple[int
         rows.pop()
     while rows and not rows[0].strip():
         rows.pop(0)
-    first = source.end_line - len(rows) + 1
-    if not rows or first < source.start_line:
+    if not rows:
+        return None
+    aligned = _aligned(rows, source)
+    if aligned is not None:
+        return aligned
+    from kbdb.search.codefields import CODE_TYPES
+
+    span = source.end_line - source.start_line + 1
+    if span == len(rows):
+        first = source.start_line
+    elif type in CODE_TYPES:
+        return None
+    else:
+        first = source.end_line - len(rows) + 1
+    if first < source.start_line:
         return None
     return [(first + i, row) for i, row in enumerate(rows)]
+
+
+def _aligned(rows: list[str], source: SourceRef) -> list[tuple[int, str]] | None:
+    """``rows`` matched in order to the lines of ``source``'s span in its file; None when
+    the file cannot be read or no longer holds them (it changed since it was learned)."""
+    assert source.start_line is not None and source.end_line is not None
+    if source.path is None:
+        return None
+    try:
+        with open(source.path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().removeprefix("\ufeff").split("\n")
+    except OSError:
+        return None
+    span = lines[source.start_line - 1 : source.end_line]
+    out: list[tuple[int, str]] = []
+    at = 0
+    for row in rows:
+        while at < len(span) and span[at].rstrip("\r") != row:
+            at += 1
+        if at == len(span):
+            return None
+        out.append((source.start_line + at, row))
+        at += 1
+    return out
 
 
 def human_bytes(n: int) -> str:
