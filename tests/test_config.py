@@ -160,6 +160,7 @@ def test_config_to_dict_round_trips() -> None:
         ("[learn]\nnear_duplicate_jaccard = 0\n", "must be a number > 0 and <= 1 (got 0)"),
         ("[learn]\nnear_duplicate_cosine = 1.01\n", "must be a number > 0 and <= 1 (got 1.01)"),
         ("[learn]\nnear_duplicate_cosine = [1]\n", "(got an array)"),
+        ("[learn]\nworkers = -1\n", "must be an integer from 0 to 64 (got -1)"),
         ("[search]\nk2 = 1\n", "unknown key search.k2 (allowed: k1, b_heading"),
         (
             "[indexing]\n",
@@ -359,6 +360,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "learn.max_file_bytes": st.integers(1, 2**62),
     "learn.near_duplicate_jaccard": st.floats(0, 1, exclude_min=True),
     "learn.near_duplicate_cosine": st.floats(0, 1, exclude_min=True),
+    "learn.workers": st.integers(0, 64),
     "index.language": st.sampled_from(sorted(LANGUAGES)),
 }
 

@@ -2,4 +2,5 @@
 
 from kbdb.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not in a learn's worker processes (spawned)
+    raise SystemExit(main())
