@@ -79,5 +79,12 @@ def test_a_small_learn_stays_in_process(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr(learner, "_parse_in_pool", no_pool)
     tree = tmp_path / "tree"
     make_tree(tree, 20)
-    with kbdb.KnowledgeBase.init(tmp_path / "kb") as kb:
+    kb = kbdb.KnowledgeBase.init(tmp_path / "kb")
+    (kb.path / "worker.toml").write_text("[learn]\nworkers = 0\n")
+    kb.close()
+    with kbdb.KnowledgeBase.open(tmp_path / "kb") as kb:
         assert kb.learn_path(tree).documents_added == 20
+
+
+def test_the_default_learns_in_process(tmp_path: Path) -> None:
+    assert kbdb.KnowledgeBase.init(tmp_path / "kb").config.learn.workers == 1

@@ -280,7 +280,7 @@ _ALL_KEYS = (
     ConfigKey("learn", "max_file_bytes", DEFAULT_MAX_FILE_BYTES, _range(0, lo_open=True)),
     ConfigKey("learn", "near_duplicate_jaccard", 0.85, _THRESHOLD),
     ConfigKey("learn", "near_duplicate_cosine", 0.92, _THRESHOLD),
-    ConfigKey("learn", "workers", 0, _range(0, 64)),
+    ConfigKey("learn", "workers", 1, _range(0, 64)),
     ConfigKey("index", "language", "english", _LANGUAGE, active=True),
 )
 _DOCS = {
@@ -352,7 +352,7 @@ _DOCS = {
     "learn.max_file_bytes": "larger files are skipped and reported",
     "learn.near_duplicate_jaccard": "report near duplicates at token-shingle Jaccard >= this",
     "learn.near_duplicate_cosine": "report near duplicates at embedding cosine >= this",
-    "learn.workers": "processes that read and split files (0: one per core on large trees)",
+    "learn.workers": "processes that read and split files (1: this one; 0: one per core)",
     "index.language": (
         "the analyzer's language (stemmer, stop words); changing it needs 'kbdb rebuild'"
     ),
@@ -461,7 +461,7 @@ class LearnConfig(_Validated):
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     near_duplicate_jaccard: float = 0.85
     near_duplicate_cosine: float = 0.92
-    workers: int = 0
+    workers: int = 1
 
 
 @dataclass(frozen=True)

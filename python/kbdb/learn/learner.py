@@ -394,7 +394,7 @@ class _Job:
 
 POOL_MIN_FILES = 256
 """``learn.workers = 0`` reads and splits in worker processes from this many files on: a
-smaller learn would spend longer starting them (about 0.3 s each) than it saves."""
+smaller learn would spend longer starting them (about 0.4 s) than it saves."""
 POOL_CHUNK = 16
 """Files a worker reads and splits per task."""
 POOL_WINDOW = 8
@@ -403,10 +403,13 @@ POOL_WINDOW = 8
 
 def parse_jobs(jobs: Iterator[_Job], *, workers: int) -> Iterator[ParsedFile]:
     """The parsed files of ``jobs``, in order. Reading and splitting a file (a PDF, a
-    source file through tree-sitter, which holds the interpreter lock) is most of a learn's
-    CPU besides storing: with ``workers`` > 1, worker processes do it while this process
-    stores. ``workers = 0`` is one per core, from ``POOL_MIN_FILES`` files on; 1 is in this
-    process. If the pool cannot start or breaks, the rest is parsed here."""
+    source file through tree-sitter, which holds the interpreter lock) can be most of a
+    learn's CPU besides storing: with ``workers`` > 1, worker processes do it while this
+    process stores. ``workers = 0`` is one per core, from ``POOL_MIN_FILES`` files on; 1
+    (the default) is in this process: Markdown splits faster than workers start, and a
+    spawned worker imports the caller's main module, which a script must then guard with
+    ``if __name__ == "__main__"``. If the pool cannot start or breaks, the rest is parsed
+    here."""
     if workers == 0:
         head = list(itertools.islice(jobs, POOL_MIN_FILES))
         cores = os.cpu_count() or 1
