@@ -361,6 +361,7 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "learn.near_duplicate_jaccard": st.floats(0, 1, exclude_min=True),
     "learn.near_duplicate_cosine": st.floats(0, 1, exclude_min=True),
     "learn.workers": st.integers(0, 64),
+    "learn.links": st.booleans(),
     "index.language": st.sampled_from(sorted(LANGUAGES)),
 }
 

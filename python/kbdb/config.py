@@ -281,6 +281,7 @@ _ALL_KEYS = (
     ConfigKey("learn", "near_duplicate_jaccard", 0.85, _THRESHOLD),
     ConfigKey("learn", "near_duplicate_cosine", 0.92, _THRESHOLD),
     ConfigKey("learn", "workers", 1, _range(0, 64)),
+    ConfigKey("learn", "links", True),
     ConfigKey("index", "language", "english", _LANGUAGE, active=True),
 )
 _DOCS = {
@@ -353,6 +354,7 @@ _DOCS = {
     "learn.near_duplicate_jaccard": "report near duplicates at token-shingle Jaccard >= this",
     "learn.near_duplicate_cosine": "report near duplicates at embedding cosine >= this",
     "learn.workers": "processes that read and split files (1: this one; 0: one per core)",
+    "learn.links": "keep the links between notes: backlinks, anchor text, link checks",
     "index.language": (
         "the analyzer's language (stemmer, stop words); changing it needs 'kbdb rebuild'"
     ),
@@ -462,6 +464,7 @@ class LearnConfig(_Validated):
     near_duplicate_jaccard: float = 0.85
     near_duplicate_cosine: float = 0.92
     workers: int = 1
+    links: bool = True
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from kbdb.languages import language_list, language_name
 from kbdb.search.lexical import LexicalSearcher
 from kbdb.search.synonyms import Synonyms, load_groups
 from kbdb.store import DB_NAME, Database, WriteLock
+from kbdb.store import links as link_store
 from kbdb.store import queries as q
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class Context:
         self.config: Config = config if config is not None else load_config(kbdir / CONFIG_NAME)
         self.index_dir = kbdir / INDEX_DIR
         self.db = Database(kbdir / DB_NAME)
+        if self.config.learn.links:
+            self.db.commit_hooks.append(link_store.catch_up)
         self.lock = WriteLock(kbdir / LOCK_NAME, timeout=lock_timeout())
         self.index = LexicalIndex(
             self.index_dir, self.db, self.lock, language=self.config.index.language

@@ -87,13 +87,14 @@ def check_json(content: str) -> None:
 
 
 def split_content(
-    text: str, type: str, *, title: str | None, description: str | None
+    text: str, type: str, *, title: str | None, description: str | None, links: bool = True
 ) -> ParsedDocument:
-    """Check ``text`` against its (normalized) ``type`` and split it into sections."""
+    """Check ``text`` against its (normalized) ``type`` and split it into sections;
+    ``links``: find the links of Markdown and HTML."""
     if type == "text/markdown":
-        return split_markdown(text)
+        return split_markdown(text, links=links)
     if type == "text/html":
-        return split_html(text)
+        return split_html(text, links=links)
     if type == "application/json":
         check_json(text)
         return split_text(text)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 
+from kbdb.ingest.links import MAX_LINKS, Link, path_link
 from kbdb.ingest.section import (
     HTML_INVALID,
     ParsedDocument,
@@ -41,8 +43,9 @@ _SPACE = re.compile(r"\s+")
 
 
 class _Splitter(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, *, links: bool = True) -> None:
         super().__init__(convert_charrefs=True)
+        self._find_links = links
         self.raw: list[RawSection] = []
         self.title: str | None = None
         self.description: str | None = None
@@ -58,6 +61,9 @@ class _Splitter(HTMLParser):
         self._pre_text: list[str] = []
         self._start_line: int | None = None  # where the open section starts in the source
         self.last_line = 1  # the last line of the source with visible text
+        self._links: list[Link] = []  # the open section's links, ``line`` absolute
+        self._anchor: tuple[str, int, list[str]] | None = None  # href, line, text of an <a>
+        self._link_count = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _HIDDEN:
@@ -79,6 +85,11 @@ class _Splitter(HTMLParser):
             if not self._pre:
                 self._pre_text = []
             self._pre += 1
+        elif tag == "a" and not self._hidden and not self._in_head:
+            self._end_anchor()
+            href = dict(attrs).get("href")
+            if href is not None and self._find_links and self._link_count < MAX_LINKS:
+                self._anchor = (href, self.getpos()[0], [])
         elif tag in _BLOCKS:
             self._text("\n")
 
@@ -101,8 +112,20 @@ class _Splitter(HTMLParser):
             self._pre -= 1
             if not self._pre:
                 self._end_pre()
+        elif tag == "a":
+            self._end_anchor()
         elif tag in _BLOCKS:
             self._text("\n")
+
+    def _end_anchor(self) -> None:
+        if self._anchor is None:
+            return
+        href, line, text = self._anchor
+        self._anchor = None
+        link = path_link(href, "".join(text), kind="html", line=line)
+        if link is not None:
+            self._links.append(link)
+            self._link_count += 1
 
     def handle_data(self, data: str) -> None:
         if self._hidden:
@@ -118,6 +141,8 @@ class _Splitter(HTMLParser):
                     lead = data[: len(data) - len(data.lstrip())]
                     self._start_line = line + lead.count("\n")
                 self.last_line = line + data.rstrip().count("\n")
+            if self._anchor is not None:
+                self._anchor[2].append(data)
             if self._pre:
                 self._pre_text.append(data)
             else:
@@ -126,6 +151,7 @@ class _Splitter(HTMLParser):
     def finish(self) -> None:
         if self._pre:
             self._end_pre()
+        self._end_anchor()
         self._end_heading()
         self._finish_section(self.last_line)
         title = _SPACE.sub(" ", "".join(self._title)).strip()
@@ -164,6 +190,7 @@ class _Splitter(HTMLParser):
         heading, level = self._current
         start_line, self._start_line = self._start_line, None
         parts, self._parts = self._parts, []
+        links, self._links = self._links, []
         content: list[str] = []
         body: list[str] = []
         blocks: list[str] = []
@@ -193,6 +220,7 @@ class _Splitter(HTMLParser):
                 "\n".join(blocks),
                 first,
                 max(first, end_line),
+                links=tuple(replace(k, line=max(0, k.line - first)) for k in links),
             )
         )
 
@@ -207,7 +235,7 @@ def _tidy(text: str) -> str:
     return "".join(f"{line}\n" for line in lines if line)
 
 
-def split_html(text: str) -> ParsedDocument:
+def split_html(text: str, *, links: bool = True) -> ParsedDocument:
     """Split an HTML document into sections at ``<h1>``–``<h6>``.
 
     Args:
@@ -217,7 +245,7 @@ def split_html(text: str) -> ParsedDocument:
         The document. Text before the first heading is a level-0 preamble, dropped when
         blank. ``warnings`` holds ``html_invalid`` if the parser gave up part way.
     """
-    parser = _Splitter()
+    parser = _Splitter(links=links)
     warnings: tuple[str, ...] = ()
     try:
         parser.feed(text.removeprefix("\ufeff"))

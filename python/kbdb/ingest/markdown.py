@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kbdb.errors import UnsupportedTypeError
 from kbdb.ingest.htmlsplit import split_html
+from kbdb.ingest.links import MAX_LINKS, Link, find_links, find_tags
 from kbdb.ingest.section import (
     FRONT_MATTER_INVALID,
     ParsedDocument,
@@ -53,6 +54,7 @@ _LIST_ITEM = re.compile(r"[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|\Z)")
 _QUOTE = re.compile(r" {0,3}>")
 _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*\Z")
 _FRONT_MATTER_END = ("---", "...")
+MAX_ALIAS_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,14 @@ class _Fence:
     length: int
 
 
-def split_markdown(text: str) -> ParsedDocument:
+def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
     """Split a Markdown document into sections at its headings.
 
     See the module docstring for the exact rules.
 
     Args:
         text: The Markdown source.
+        links: Find the sections' links (``kbdb.ingest.links``); False leaves them empty.
 
     Returns:
         The document: title, description and tags from front matter (the title falls
@@ -98,8 +101,13 @@ def split_markdown(text: str) -> ParsedDocument:
     raw: list[RawSection] = []
     first = headings[0].start if headings else len(lines)
     preamble = lines[start:first]
+    inline_tags: list[str] = []
     if any(line.strip() for line in preamble):
-        raw.append(_raw_section("", 0, preamble, _span(lines, start, first)))
+        span = _span(lines, start, first)
+        # Offsets count from the section's first line, its first non-blank one.
+        raw.append(
+            _raw_section("", 0, preamble, span, start + 1 - span[0], inline_tags, links=links)
+        )
     for i, heading in enumerate(headings):
         stop = headings[i + 1].start if i + 1 < len(headings) else len(lines)
         raw.append(
@@ -108,8 +116,12 @@ def split_markdown(text: str) -> ParsedDocument:
                 heading.level,
                 lines[heading.content_start : stop],
                 _span(lines, heading.start, stop, headed=True),
+                heading.content_start - heading.start,
+                inline_tags,
+                links=links,
             )
         )
+    _cap_links(raw)
     sections = build_sections(raw)
 
     title = _meta_str(meta.get("title"))
@@ -117,12 +129,14 @@ def split_markdown(text: str) -> ParsedDocument:
     if tags is None:
         warnings.append(FRONT_MATTER_INVALID)
         tags = ()
+    aliases = _aliases(meta)
     return ParsedDocument(
         title=title if title is not None else document_title(sections),
         description=_meta_str(meta.get("description")),
-        tags=tags,
+        tags=tuple(dict.fromkeys((*tags, *inline_tags))),
         sections=sections,
         warnings=tuple(dict.fromkeys(warnings)),
+        aliases=aliases,
     )
 
 
@@ -157,7 +171,7 @@ def split_text(text: str, *, heading: str = "") -> ParsedDocument:
     return ParsedDocument(None, None, (), (section,), ())
 
 
-def split_document(text: str, type: str) -> ParsedDocument:
+def split_document(text: str, type: str, *, links: bool = True) -> ParsedDocument:
     """Split content with the splitter its MIME type calls for (SPEC §3).
 
     Args:
@@ -174,9 +188,9 @@ def split_document(text: str, type: str) -> ParsedDocument:
     """
     mime = type.split(";", 1)[0].strip().lower()
     if mime == "text/markdown":
-        return split_markdown(text)
+        return split_markdown(text, links=links)
     if mime == "text/html":
-        return split_html(text)
+        return split_html(text, links=links)
     if mime.startswith("text/") or mime == "application/json":
         return split_text(text)
     raise UnsupportedTypeError(
@@ -306,13 +320,24 @@ def _span(lines: list[str], start: int, stop: int, *, headed: bool = False) -> t
 
 
 def _raw_section(
-    heading: str, level: int, lines: list[str], span: tuple[int, int] | None = None
+    heading: str,
+    level: int,
+    lines: list[str],
+    span: tuple[int, int] | None = None,
+    first: int = 0,
+    tags: list[str] | None = None,
+    *,
+    links: bool = True,
 ) -> RawSection:
+    """A section of ``lines`` (without the heading's own lines). ``first``: the offset of
+    ``lines[0]`` from the section's first line, for its links; the inline tags of its
+    text are appended to ``tags``."""
     body: list[str] = []
+    body_at: list[int] = []  # each body line's index in ``lines``
     blocks: list[str] = []
     fence: _Fence | None = None
     block: list[str] = []
-    for raw_line in lines:
+    for at, raw_line in enumerate(lines):
         line = raw_line.rstrip("\n")
         if fence is not None:
             if _closes(line, fence):
@@ -327,11 +352,46 @@ def _raw_section(
             block = []
         else:
             body.append(raw_line)
+            body_at.append(at)
     if fence is not None:
         blocks.append("".join(block).removesuffix("\n"))
     code = "\n".join(b for b in blocks if b.strip())
-    first, last = span if span is not None else (None, None)
-    return RawSection(heading, level, "".join(lines), "".join(body), code, first, last)
+    start, last = span if span is not None else (None, None)
+    found: tuple[Link, ...] = ()
+    if links and any("[" in line for line in body):
+        found = tuple(replace(k, line=first + body_at[k.line]) for k in find_links(body, 0))
+    if tags is not None:
+        tags.extend(t for t in find_tags(body) if t not in tags)
+    return RawSection(
+        heading, level, "".join(lines), "".join(body), code, start, last, links=found
+    )
+
+
+def _cap_links(raw: list[RawSection]) -> None:
+    """Keep the first ``MAX_LINKS`` links of a document (in place)."""
+    budget = MAX_LINKS
+    for i, r in enumerate(raw):
+        if len(r.links) > budget:
+            raw[i] = replace(r, links=r.links[:budget])
+        budget = max(0, budget - len(r.links))
+
+
+def _aliases(meta: dict[str, object]) -> tuple[str, ...]:
+    """Front matter ``aliases`` (or ``alias``): a list or one string; values that are
+    not text (a mapping, a list inside the list) are ignored, numbers and dates read as
+    written."""
+    value = meta.get("aliases", meta.get("alias"))
+    if value is None or isinstance(value, dict):
+        return ()
+    items = value if isinstance(value, list) else [value]
+    out: dict[str, None] = {}
+    for item in items:
+        if item is None or isinstance(item, (dict, list, bool)):
+            continue
+        text = str(item).strip()
+        if text and len(text) <= MAX_ALIAS_CHARS:
+            out.setdefault(text, None)
+    return tuple(out)
 
 
 __all__ = [

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbdb.ingest.links import Link
 
 FRONT_MATTER_INVALID = "front_matter_invalid"
 """Warning: the YAML front matter could not be read; the block was skipped."""
@@ -43,6 +47,8 @@ class ParsedSection:
             source text, counting from 1; None where lines mean nothing (a PDF page).
         end_line: The last line of the section in the source text, inclusive.
         page: The page a section of a paged format (PDF) starts on, from 1; else None.
+        links: The links in its text (``kbdb.ingest.links``), each with its line as an
+            offset from ``start_line``.
     """
 
     heading: str
@@ -58,6 +64,7 @@ class ParsedSection:
     start_line: int | None = None
     end_line: int | None = None
     page: int | None = None
+    links: tuple[Link, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,9 +74,10 @@ class ParsedDocument:
     Attributes:
         title: Front-matter title, else the first non-empty level-1 heading, else None.
         description: Front-matter description, or None.
-        tags: Front-matter tags, in order, without duplicates.
+        tags: Front-matter tags, then inline ``#tags``, in order, without duplicates.
         sections: The sections in document order.
         warnings: Warning codes such as ``front_matter_invalid``.
+        aliases: Other names of the document (front matter ``aliases``).
     """
 
     title: str | None
@@ -77,6 +85,7 @@ class ParsedDocument:
     tags: tuple[str, ...]
     sections: tuple[ParsedSection, ...]
     warnings: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ class RawSection:
     start_line: int | None = None
     end_line: int | None = None
     page: int | None = None
+    links: tuple[Link, ...] = ()
 
 
 def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
@@ -132,6 +142,7 @@ def build_sections(raw: Sequence[RawSection]) -> tuple[ParsedSection, ...]:
                 start_line=section.start_line,
                 end_line=section.end_line,
                 page=section.page,
+                links=section.links,
             )
         )
     return tuple(out)

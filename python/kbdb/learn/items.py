@@ -79,10 +79,12 @@ def build_document(
     section_type: str | None,
     source_path: str | None,
     mode: ReplaceMode,
+    links: bool = True,
 ) -> Pending:
-    """Check and split ``text`` and compute kbids, source keys, parents and warnings."""
+    """Check and split ``text`` and compute kbids, source keys, parents and warnings;
+    ``links``: keep the links of Markdown and HTML (``learn.links``)."""
     type = normalize_type(type)
-    parsed = split_content(text, type, title=title, description=description)
+    parsed = split_content(text, type, title=title, description=description, links=links)
     return build_parsed(
         parsed,
         docid=docid,
@@ -166,6 +168,7 @@ def build_parsed(
                 start_line=ps.start_line if cited else None,
                 end_line=ps.end_line if cited else None,
                 page=ps.page if cited else None,
+                links=ps.links,
             )
         )
     checksum = hashlib.sha256(
@@ -180,5 +183,6 @@ def build_parsed(
         checksum=checksum,
         tags=doc_tags,
         sections=tuple(sections),
+        aliases=parsed.aliases,
     )
     return Pending(doc, mode, warnings)

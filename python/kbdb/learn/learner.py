@@ -146,6 +146,7 @@ class Learner:
             section_type=item.section_type,
             source_path=None,
             mode="source_key" if item.replace else "append",
+            links=self._ctx.config.learn.links,
         )
 
     def learn_pending(
@@ -270,7 +271,14 @@ class Learner:
         total = sum(count_files(p) for p in paths) if progress else None
         max_file_bytes = self._ctx.config.learn.max_file_bytes
         jobs = (
-            _Job(entry, tuple(tags), docid, root.is_file(), max_file_bytes)
+            _Job(
+                entry,
+                tuple(tags),
+                docid,
+                root.is_file(),
+                max_file_bytes,
+                self._ctx.config.learn.links,
+            )
             for root in paths
             for entry in walk(root, max_file_bytes=max_file_bytes)
         )
@@ -381,6 +389,7 @@ class _Job:
     docid: str | None
     single_file: bool
     max_record_bytes: int
+    links: bool = True
 
     def run(self) -> list[ParsedFile]:
         return parse_entry(
@@ -389,6 +398,7 @@ class _Job:
             docid=self.docid,
             single_file=self.single_file,
             max_record_bytes=self.max_record_bytes,
+            links=self.links,
         )
 
 
@@ -512,6 +522,7 @@ def parse_entry(
     docid: str | None,
     single_file: bool,
     max_record_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    links: bool = True,
 ) -> list[ParsedFile]:
     """``parse_file`` for every file, conversation transcripts included: one item per
     session and per skipped record of a transcript (docs/conversations.md), one item for
@@ -559,7 +570,7 @@ def parse_entry(
     try:
         if document is None:
             mime = normalize_type(entry.type)
-            document = split_content(text, mime, title=title, description=None)
+            document = split_content(text, mime, title=title, description=None, links=links)
         pending = build_parsed(
             document,
             docid=doc,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,9 @@ class Database:
         self.path = path
         self._local = threading.local()
         self._upgraded = False
+        # Run inside every write transaction, last, before its commit: derived tables
+        # that must commit with the change (the links, ``kbdb.store.links.catch_up``).
+        self.commit_hooks: list[Callable[[sqlite3.Connection], object]] = []
         if create:
             # executescript commits on its own, so the schema goes in as one script.
             self.conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}\nCOMMIT;")
@@ -142,6 +145,8 @@ class Database:
                 for stmt in UPGRADES:
                     conn.execute(stmt)
             yield conn
+            for hook in self.commit_hooks:
+                hook(conn)
         except BaseException:
             try:
                 conn.execute("ROLLBACK")

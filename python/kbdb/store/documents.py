@@ -10,7 +10,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from kbdb.store import links as link_store
+
+if TYPE_CHECKING:
+    from kbdb.ingest.links import Link
 
 ReplaceMode = Literal["document", "source_key", "append"]
 """``document``: the new list replaces the document's sections (re-learning a file).
@@ -38,6 +43,7 @@ class NewSection:
     start_line: int | None = None
     end_line: int | None = None
     page: int | None = None
+    links: tuple[Link, ...] = ()  # the links in its text (``kbdb.store.links``)
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ class NewDocument:
     checksum: str
     tags: tuple[str, ...]
     sections: tuple[NewSection, ...]
+    aliases: tuple[str, ...] = ()  # other names of the document (front matter)
 
 
 @dataclass
@@ -96,7 +103,10 @@ def apply_document(
         out.unchanged = True
         for s in doc.sections:
             out.status[s.kbid] = "unchanged"
+            # Sections learned before links were kept get theirs now.
+            link_store.add_section_links(conn, s.kbid, s.links)
         _fill_citations(conn, doc)
+        link_store.set_names(conn, doc.docid, doc.title, doc.aliases)
         return out
     else:
         conn.execute(
@@ -110,6 +120,8 @@ def apply_document(
             "INSERT OR IGNORE INTO document_tags(docid, tag) VALUES (?, ?)",
             [(doc.docid, t) for t in doc.tags],
         )
+    title = conn.execute("SELECT title FROM documents WHERE docid = ?", (doc.docid,))
+    link_store.set_names(conn, doc.docid, title.fetchone()[0], doc.aliases)
 
     old_links: list[tuple[str, str]] = []
     if not out.created:
@@ -171,6 +183,7 @@ def apply_document(
         else:
             out.status.setdefault(s.kbid, "linked")
         add_tags(conn, s.kbid, s.tags)
+        link_store.add_section_links(conn, s.kbid, s.links)
         if s.speaker is not None:
             add_turn(conn, s.kbid, s.speaker, s.spoken_at)
 

@@ -21,6 +21,7 @@ Tables:
 
 from __future__ import annotations
 
+from kbdb.store.links import TABLES as LINK_TABLES
 from kbdb.store.signatures import TABLES as NEARDUP_TABLES
 
 SCHEMA_VERSION = 2
@@ -133,6 +134,7 @@ UPGRADES = (
     TURNS_INDEX,
     # Knowledge bases made before the covering index had one on kbid alone.
     "DROP INDEX IF EXISTS document_sections_kbid",
+    *LINK_TABLES,
 )
 """Additions to the schema that need no new version: the first write transaction of each
 ``Database`` applies them (``CREATE … IF NOT EXISTS``), so an older knowledge base opens
@@ -141,6 +143,9 @@ unchanged and is brought up to date by its next write."""
 # The near-duplicate band tables (store/signatures.py). They are also created on first use,
 # so a knowledge base made before they existed opens unchanged and is backfilled.
 SCHEMA += "".join(f"{stmt};\n" for stmt in NEARDUP_TABLES)
+# Links between documents (store/links.py): the tables and the triggers that mark the
+# documents whose links need resolving.
+SCHEMA += "".join(f"{stmt};\n" for stmt in LINK_TABLES)
 
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     # 1 → 2: where each section is in its source. Links stored before have NULLs: their
