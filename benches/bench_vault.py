@@ -53,7 +53,7 @@ belongs to two notes is ambiguous and no query.
   with the default configuration; ``kb.search(query, mode="lexical")``, paged until the
   results cover 10 distinct notes;
 - ``kbdb w_anchor=0``: the same with ``search.w_anchor = 0``, the anchor-text field
-  weighing nothing; ``kbdb links off``: with ``links.enabled = false``. Each runs only
+  weighing nothing; ``kbdb links off``: with ``learn.links = false``. Each runs only
   when this kbdb's configuration has the key, and is reported as skipped otherwise;
 - ``bm25s``: ``peers.Bm25s`` (method lucene, k1=1.5, b=0.75, the 33 Lucene stop words,
   PyStemmer English), one document per file, the file's text as it is (front matter
@@ -66,7 +66,7 @@ belongs to two notes is ambiguous and no query.
 kbdb a result's ``docids`` are note paths) and MRR@10 (1/rank of the answer among the
 first 10 distinct notes; the notes of one kbdb section share its rank). **Learn time**:
 ``learn_path`` of the vault alone (no open, no configuration), with link extraction on and
-off when ``links.enabled`` exists, the median of ``--rounds`` rounds, arms alternating,
+off when ``learn.links`` exists, the median of ``--rounds`` rounds, arms alternating,
 a fresh knowledge base each time, all in this process.
 
 ``--misses`` prints each arm's misses (query, expected note, first note). The misses and
@@ -109,7 +109,7 @@ SETS = ("name", "alias", "old name", "anchor")
 ARMS = ("kbdb", "kbdb w_anchor=0", "kbdb links off", "bm25s", "bm25s path+file")
 EXAMPLES = 5
 ANCHOR_WEIGHT = "search.w_anchor"
-LINKS_ENABLED = "links.enabled"
+LINKS_ENABLED = "learn.links"
 
 # -- reading a vault ---------------------------------------------------------------------
 

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
 
     from kbdb.knowledge.contradictions import Contradictions
     from kbdb.knowledge.lifecycle import Lifecycle
+    from kbdb.knowledge.links import Links
     from kbdb.knowledge.skills import Skills
     from kbdb.learn import Learner, LearnItem, LearnProgress, ProgressFn
     from kbdb.learn.learner import ParsedFile
     from kbdb.maintenance.service import Maintenance
     from kbdb.types import (
+        LinksResult,
         CheckReport,
         ContradictionsResult,
         DocumentList,
@@ -119,6 +121,11 @@ class KnowledgeBase:
         from kbdb.knowledge.contradictions import Contradictions
 
         return self._service("contradictions", lambda: Contradictions(self.context))
+
+    def _links(self) -> Links:
+        from kbdb.knowledge.links import Links
+
+        return self._service("links", lambda: Links(self.context))
 
     def _maintenance(self) -> Maintenance:
         from kbdb.maintenance.service import Maintenance
@@ -413,6 +420,15 @@ class KnowledgeBase:
     def tags(self) -> TagList:
         """Every tag of a live section, with its count, most used first."""
         return self._lifecycle().tags()
+
+    def links(self, docid: str | None = None, *, kbid: str | None = None) -> LinksResult:
+        """The links a document makes (or one section, ``kbid``): wikilinks, embeds and
+        relative Markdown and HTML links, each with its line and what it resolves to."""
+        return self._links().links(docid, kbid)
+
+    def backlinks(self, docid: str | None = None, *, kbid: str | None = None) -> LinksResult:
+        """The links of other sections that resolve to a document (or one section)."""
+        return self._links().backlinks(docid, kbid)
 
     def related(self, kbid: str, *, limit: int = 10) -> RelatedResult:
         """Sections close to ``kbid``: its siblings first, then its nearest neighbours by

@@ -490,3 +490,87 @@ def anchor_text(conn: sqlite3.Connection, kbid: str) -> str:
 def _chunks(items: Sequence[str], size: int = 500) -> Iterable[list[str]]:
     for i in range(0, len(items), size):
         yield list(items[i : i + size])
+
+
+# ----------------------------------------------------------------------------- reading
+
+LINK_COLUMNS = (
+    "sl.kind, sl.target, sl.fragment, sl.label, l.status, l.docid, l.kbid, s.heading,"
+    " CASE WHEN ds.start_line IS NULL THEN NULL ELSE ds.start_line + sl.line END,"
+    " l.target_docid, l.target_kbid, t.heading"
+)
+"""The columns of a listed link (``kbdb.knowledge.links``), in ``LinkItem`` order."""
+
+_LINK_FROM = (
+    " FROM links l JOIN section_links sl ON sl.kbid = l.kbid AND sl.n = l.n"
+    " JOIN sections s ON s.kbid = l.kbid"
+    " JOIN document_sections ds ON ds.docid = l.docid AND ds.kbid = l.kbid AND ds.live = 1"
+    " LEFT JOIN sections t ON t.kbid = l.target_kbid"
+)
+
+
+def outgoing(
+    conn: sqlite3.Connection, docid: str, kbid: str | None = None
+) -> list[tuple[object, ...]]:
+    """The links out of a document (or of one of its sections), in document order."""
+    where = "l.docid = ?" + (" AND l.kbid = ?" if kbid is not None else "")
+    args = (docid,) if kbid is None else (docid, kbid)
+    return conn.execute(
+        f"SELECT {LINK_COLUMNS}{_LINK_FROM} WHERE {where} ORDER BY ds.ord, l.n", args
+    ).fetchall()
+
+
+def incoming(
+    conn: sqlite3.Connection, docid: str | None, kbid: str | None = None
+) -> list[tuple[object, ...]]:
+    """The links into a document, or into one section, from every live section, in
+    order of the linking document."""
+    if kbid is not None:
+        where, args = "l.target_kbid = ?", (kbid,)
+    else:
+        where, args = "l.target_docid = ?", (docid,)
+    return conn.execute(
+        f"SELECT {LINK_COLUMNS}{_LINK_FROM} WHERE {where} AND l.status IN"
+        " ('resolved', 'ambiguous', 'missing_heading') ORDER BY l.docid, ds.ord, l.n",
+        args,
+    ).fetchall()
+
+
+def problems(conn: sqlite3.Connection, limit: int) -> list[tuple[object, ...]]:
+    """Links that are not plainly resolved (dangling, ambiguous, a missing heading, a
+    path outside the tree), by linking document."""
+    return conn.execute(
+        f"SELECT {LINK_COLUMNS}{_LINK_FROM} WHERE l.status != 'resolved'"
+        " ORDER BY l.docid, ds.ord, l.n LIMIT ?",
+        (limit,),
+    ).fetchall()
+
+
+def orphans(conn: sqlite3.Connection, limit: int) -> list[str]:
+    """Live Markdown and HTML documents no other document links to, when the knowledge
+    base has links at all (without any, every note would be one)."""
+    if (
+        conn.execute(
+            "SELECT 1 FROM links WHERE status IN ('resolved', 'ambiguous',"
+            " 'missing_heading') LIMIT 1"
+        ).fetchone()
+        is None
+    ):
+        return []
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT d.docid FROM documents d WHERE d.type IN ('text/markdown', 'text/html')"
+            " AND EXISTS (SELECT 1 FROM document_sections ds WHERE ds.docid = d.docid"
+            " AND ds.live = 1)"
+            " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.target_docid = d.docid"
+            " AND l.docid != d.docid)"
+            " ORDER BY d.docid LIMIT ?",
+            (limit,),
+        )
+    ]
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many links of each status the knowledge base has."""
+    return {s: n for s, n in conn.execute("SELECT status, COUNT(*) FROM links GROUP BY status")}

@@ -47,6 +47,8 @@ _LAZY: dict[str, str] = {
     "RebuildReport": "learn",
     "SectionReport": "learn",
     "SkippedFile": "learn",
+    "LinkItem": "links",
+    "LinksResult": "links",
     "DocumentInfo": "lifecycle",
     "DocumentList": "lifecycle",
     "ForgetResult": "lifecycle",
@@ -73,6 +75,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     # The names of _LAZY, for the type checker; each module exports only its classes.
     from kbdb.types.knowledge import *  # noqa: F403
+    from kbdb.types.links import *  # noqa: F403
     from kbdb.types.learn import *  # noqa: F403
     from kbdb.types.lifecycle import *  # noqa: F403
     from kbdb.types.maintenance import *  # noqa: F403
