@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from kbdb.learn.learner import ParsedFile
     from kbdb.maintenance.service import Maintenance
     from kbdb.types import (
-        LinksResult,
         CheckReport,
         ContradictionsResult,
         DocumentList,
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
         HistoryResult,
         ImportReport,
         LearnReport,
+        LinksResult,
         Outline,
         RebuildReport,
         RecallResult,

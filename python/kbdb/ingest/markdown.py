@@ -362,9 +362,7 @@ def _raw_section(
         found = tuple(replace(k, line=first + body_at[k.line]) for k in find_links(body, 0))
     if tags is not None:
         tags.extend(t for t in find_tags(body) if t not in tags)
-    return RawSection(
-        heading, level, "".join(lines), "".join(body), code, start, last, links=found
-    )
+    return RawSection(heading, level, "".join(lines), "".join(body), code, start, last, links=found)
 
 
 def _cap_links(raw: list[RawSection]) -> None:

@@ -75,9 +75,9 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     # The names of _LAZY, for the type checker; each module exports only its classes.
     from kbdb.types.knowledge import *  # noqa: F403
-    from kbdb.types.links import *  # noqa: F403
     from kbdb.types.learn import *  # noqa: F403
     from kbdb.types.lifecycle import *  # noqa: F403
+    from kbdb.types.links import *  # noqa: F403
     from kbdb.types.maintenance import *  # noqa: F403
     from kbdb.types.read import *  # noqa: F403
     from kbdb.types.watch import *  # noqa: F403
