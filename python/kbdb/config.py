@@ -325,7 +325,9 @@ _DOCS = {
     "search.common_cutoff": (
         "strict matching: a query word in more than this share of sections is optional (0 = off)"
     ),
-    "search.name_boost": "boost of the sections of a page whose name (its docid) the query is",
+    "search.name_boost": (
+        "boost of the sections of a page whose name (file name, title or alias) the query is"
+    ),
     "search.heading_boost": "boost of a section whose whole heading the query is",
     "search.default_mode": (
         'mode of a search that names none (lexical while embedding.provider is "none")'

@@ -31,6 +31,7 @@ from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
 from kbdb.search.synonyms import Synonyms
 from kbdb.store import Database, history
+from kbdb.store import links as link_store
 from kbdb.store import queries as q
 from kbdb.store.db import text_bytes
 from kbdb.types import SearchItem, SearchResult, SourceRef, build, search_item, source_ref
@@ -141,6 +142,13 @@ class Source(Protocol):
     def starts(self, conn: Any, kbids: Sequence[str], at: str | None) -> dict[str, str]: ...
 
 
+def _names(source: Source, conn: Any, docids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The titles and aliases of ``docids``, where the source keeps them (one database
+    does; a collection's shards answer without them)."""
+    names = getattr(source, "names", None)
+    return names(conn, docids) if names is not None else {}
+
+
 class DatabaseSource:
     """A ``Source`` over one knowledge base's database, through its read cache."""
 
@@ -152,6 +160,20 @@ class DatabaseSource:
 
     def links(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> Links:
         return _links(self.db, conn, kbids)
+
+    def names(self, conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each document's title and aliases, through the read cache."""
+        cache = self.db.cache()
+        if cache is None:
+            return link_store.names_of(conn, docids)
+        table = cache.table("search.names")
+        missing = [d for d in docids if d not in table]
+        if missing:
+            found = link_store.names_of(conn, missing)
+            for d in missing:
+                got = found.get(d, ())
+                cache.put(table, d, got, _LINK_BYTES + sum(len(n) for n in got))
+        return {d: table[d] for d in docids if table.get(d)}
 
     def rows(self, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
         return _hydration_rows(self.db, conn, kbids)
@@ -311,10 +333,11 @@ class LexicalSearcher:
 
     def _name_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> Links:
         """Multiply by ``1 + name_boost`` the hits of a page that the query names: every
-        word of the page's name (its docid's last path component without the extension,
-        split like text) is a query word, and every query word that strict matching
-        requires is in the name; a word it made optional as common ("docker" in the docker
-        reference) need not be. Returns the document links it read (or {})."""
+        word of one of the page's names (its docid's last path component without the
+        extension, split like text; its title; a front-matter alias) is a query word, and
+        every query word that strict matching requires is in that name; a word it made
+        optional as common ("docker" in the docker reference) need not be. Returns the
+        document links it read (or {})."""
         boost = self.cfg.name_boost
         # Only a hit whose path field (which holds its file's name) matched every required
         # word can be on a page the query names: most queries stop here.
@@ -332,13 +355,19 @@ class LexicalSearcher:
             return {}
         with self.source.read() as conn:
             links = self._links(conn, [h.kbid for h in hits])
+            docs = {d for h in maybe if (dl := links.get(h.kbid)) is not None for d in dl.live}
+            names = _names(self.source, conn, sorted(docs))
         factor = 1.0 + boost
         named = False
         for h in maybe:
             dl = links.get(h.kbid)
             if dl is None:
                 continue
-            if any(needed <= self._name_terms(d) <= words for d in dl.live):
+            if any(
+                needed <= self._name_terms(d) <= words
+                or any(needed <= self._terms(n) <= words for n in names.get(d, ()))
+                for d in dl.live
+            ):
                 h.name_factor = factor
                 h.boost *= factor
                 h.score *= factor

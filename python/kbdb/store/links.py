@@ -147,6 +147,21 @@ def set_names(
     return True
 
 
+def names_of(conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Per docid, its other names: its title and aliases (its file name is its docid's
+    own). A document without any is left out."""
+    out: dict[str, list[str]] = {}
+    for chunk in _chunks(docids):
+        marks = ",".join("?" * len(chunk))
+        for docid, name in conn.execute(
+            f"SELECT docid, name FROM document_names WHERE kind IN ('alias', 'title')"
+            f" AND docid IN ({marks})",
+            chunk,
+        ):
+            out.setdefault(docid, []).append(name)
+    return {d: tuple(sorted(set(n))) for d, n in out.items()}
+
+
 def aliases_of(conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, list[str]]:
     """Per docid, its aliases in order."""
     out: dict[str, list[str]] = {}
