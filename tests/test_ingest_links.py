@@ -15,7 +15,8 @@ def _links(text: str) -> list[tuple[str, str, str | None, str | None]]:
 
 def test_every_wikilink_form() -> None:
     assert _links(
-        "[[Note]] [[Note|shown]] [[Folder/Note#Heading]] [[Note#^b1|block]] [[#Local]] ![[pic.png|100]]"
+        "[[Note]] [[Note|shown]] [[Folder/Note#Heading]] [[Note#^b1|block]] [[#Local]]"
+        " ![[pic.png|100]]"
     ) == [
         ("wikilink", "Note", None, None),
         ("wikilink", "Note", None, "shown"),
@@ -53,7 +54,10 @@ def test_nothing_in_code_is_a_link_or_a_tag() -> None:
 
 
 def test_link_lines_count_from_the_section_start() -> None:
-    text = "---\naliases: [A]\n---\n\nintro [[One]]\n\n# Head\n\ntext\n[[Two]]\n\nSetext\n------\n[[Three]]\n"
+    text = (
+        "---\naliases: [A]\n---\n\nintro [[One]]\n\n# Head\n\ntext\n[[Two]]\n\n"
+        "Setext\n------\n[[Three]]\n"
+    )
     doc = split_markdown(text)
     lines = text.splitlines()
     for s in doc.sections:
@@ -64,7 +68,8 @@ def test_link_lines_count_from_the_section_start() -> None:
 
 def test_aliases_and_tags_from_front_matter_and_text() -> None:
     doc = split_markdown(
-        "---\naliases:\n  - Doggo\n  - 7\n  - {a: b}\n  - [x]\n  -\ntags: [t]\n---\nhi #inline #123 #a/b x#no\n"
+        "---\naliases:\n  - Doggo\n  - 7\n  - {a: b}\n  - [x]\n  -\ntags: [t]\n---\n"
+        "hi #inline #123 #a/b x#no\n"
     )
     assert doc.aliases == ("Doggo", "7")
     assert doc.tags == ("t", "inline", "a/b")
