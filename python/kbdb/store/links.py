@@ -206,6 +206,22 @@ class _Universe:
         self._named: dict[tuple[str, str], list[str]] = {}
         self._sections: dict[str, list[tuple[str, str, str]]] = {}
 
+    def preload(self, keys: Iterable[str]) -> None:
+        """Look up many file-name keys at once (``named`` then reads the cache)."""
+        todo = sorted({k for k in keys if (k, "file") not in self._named})
+        for chunk in _chunks(todo):
+            marks = ",".join("?" * len(chunk))
+            found: dict[str, list[str]] = {k: [] for k in chunk}
+            for key, docid in self.conn.execute(
+                f"SELECT dn.key, dn.docid FROM document_names dn WHERE dn.key IN ({marks})"
+                " AND dn.kind = 'file' AND EXISTS (SELECT 1 FROM document_sections ds"
+                " WHERE ds.docid = dn.docid AND ds.live = 1) ORDER BY dn.docid",
+                chunk,
+            ):
+                found[key].append(docid)
+            for key, docs in found.items():
+                self._named[(key, "file")] = docs
+
     def named(self, key: str, kind: str) -> list[str]:
         """Live documents whose ``kind`` name (``file`` or ``alias``) has ``key``."""
         got = self._named.get((key, kind))
@@ -362,13 +378,16 @@ def catch_up(conn: sqlite3.Connection) -> int:
     dirty = [r[0] for r in conn.execute("SELECT docid FROM links_dirty")]
     if not dirty:
         return 0
-    conn.execute("DELETE FROM links_dirty")
     if (
         conn.execute("SELECT 1 FROM section_links LIMIT 1").fetchone() is None
         and conn.execute("SELECT 1 FROM links LIMIT 1").fetchone() is None
     ):
+        conn.execute("DELETE FROM links_dirty")
         return 0  # no document has a link: nothing to resolve
     u = _Universe(conn)
+    # The changed documents' own links are all resolved afresh (first query below), so
+    # the queries for links into them skip those (``links_dirty`` until the end).
+    others = " AND ds.docid NOT IN (SELECT docid FROM links_dirty)"
     touched: set[str] = set()  # target sections whose incoming links may have changed
     redo: dict[tuple[str, str, int], _Written] = {}
     for chunk in _chunks(dirty):
@@ -391,7 +410,7 @@ def catch_up(conn: sqlite3.Connection) -> int:
             "JOIN links l ON l.kbid = sl.kbid AND l.n = sl.n"
             " JOIN document_sections ds ON ds.docid = l.docid AND ds.kbid = l.kbid"
             " AND ds.live = 1",
-            f"l.target_docid IN ({marks})",
+            f"l.target_docid IN ({marks}){others}",
             chunk,
         ):
             redo.setdefault((w.docid, w.kbid, w.n), w)
@@ -406,8 +425,10 @@ def catch_up(conn: sqlite3.Connection) -> int:
                 keys.add(note_key(name))  # ``[[How to/Old name]]`` is stored by its tail
         for kchunk in _chunks(sorted(keys)):
             kmarks = ",".join("?" * len(kchunk))
-            for w in _written(conn, _LIVE, f"sl.name IN ({kmarks})", kchunk):
+            for w in _written(conn, _LIVE, f"sl.name IN ({kmarks}){others}", kchunk):
                 redo.setdefault((w.docid, w.kbid, w.n), w)
+    conn.execute("DELETE FROM links_dirty")
+    u.preload({w.name for w in redo.values()})
     rows = []
     for key, w in redo.items():
         if w.old is not None:
