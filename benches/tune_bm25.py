@@ -80,11 +80,10 @@ class Ranker:
             Synonyms(load_groups(self.kb.path), analyzer.terms) if cfg.search.synonyms else None
         )
         s = cfg.search
-        params: dict[str, Any] = {
-            "k1": s.k1,
-            "b": (s.b_heading, s.b_body, s.b_code),
-            "weights": (s.w_heading, s.w_body, s.w_code),
-        }
+        # Every field's b and weight, as a search passes them.
+        params: dict[str, Any] = LexicalSearcher(
+            index, self.kb.context.db, analyzer, synonyms, s
+        ).bm25f_params()
         rankings: dict[str, list[str]] = {}
         for qid, text in self.ds.queries:
             if relaxed_only:

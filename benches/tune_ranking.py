@@ -25,7 +25,7 @@ The report gives the chosen setting, whether it equals the shipped defaults
 (``Config().search``), and every set's margin for the shipped defaults, the previous ones and
 those before query term frequency and the path field.
 
-    python benches/tune_ranking.py [--grid small|full|path|common|name|heading]
+    python benches/tune_ranking.py [--grid small|full|path|anchor|common|name|heading]
         [--sets scifact,cranfield,medline,lisa,time,locomo,paraphrase]
 """
 
@@ -92,6 +92,8 @@ RANKING_KEYS = (
     "w_heading",
     "w_path",
     "b_path",
+    "w_anchor",
+    "b_anchor",
     "query_tf_k3",
     "common_cutoff",
     "name_boost",
@@ -193,6 +195,12 @@ def grid(kind: str) -> list[dict[str, Any]]:
         axes = {"w_path": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "b_path": (0.5, 0.75, 1.0)}
         keys = list(axes)
         return [dict(zip(keys, v, strict=True)) for v in itertools.product(*axes.values())]
+    if kind == "anchor":
+        # The anchor field (labels of incoming links) is empty in collections without
+        # links, where every candidate ranks alike: this grid is for a set that has them.
+        axes = {"w_anchor": (0.0, 1.0, 2.0, 3.0, 4.0, 6.0), "b_anchor": (0.0, 0.3, 0.6, 1.0)}
+        keys = list(axes)
+        return [dict(zip(keys, v, strict=True)) for v in itertools.product(*axes.values())]
     if kind == "small":
         axes: dict[str, tuple[Any, ...]] = {
             "k1": (0.9, 1.2, 1.5),
@@ -252,7 +260,9 @@ def label(settings: dict[str, Any]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--grid", choices=("small", "full", "path", "common", "name", "heading"), default="small"
+        "--grid",
+        choices=("small", "full", "path", "anchor", "common", "name", "heading"),
+        default="small",
     )
     ap.add_argument("--sets", default=",".join(LEXICAL_SETS))
     ap.add_argument("--path-grid", action="store_true", help="sweep the path field's w and b")

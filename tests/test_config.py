@@ -91,6 +91,14 @@ def test_defaults_are_the_documented_ones() -> None:
     assert cfg.learn == LearnConfig(10485760, 0.85, 0.92)
 
 
+def test_the_anchor_weight_counts_in_the_all_zero_rule() -> None:
+    zero = {"w_heading": 0.0, "w_body": 0.0, "w_code": 0.0, "w_path": 0.0}
+    assert SearchConfig(**zero, w_anchor=0.5).w_anchor == 0.5
+    with pytest.raises(ConfigInvalidError, match="search.w_anchor must not all be 0"):
+        SearchConfig(**zero, w_anchor=0.0)
+    assert SearchConfig(w_anchor=0.0).w_heading == 2.0  # the anchor field alone may be off
+
+
 def test_default_text_parses_to_the_defaults(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, default_config_text())) == Config()
 
@@ -143,7 +151,10 @@ def test_config_to_dict_round_trips() -> None:
         ("[search]\ndefault_limit = true\n", "search.default_limit must be an integer"),
         ("[search]\nfusion = 'max'\n", 'search.fusion must be one of "rrf", "linear", "adaptive"'),
         ("[search]\nsynonyms = 1\n", "search.synonyms must be true or false (got 1)"),
-        ("[search]\nw_heading = 0\nw_body = 0\nw_code = 0\nw_path = 0\n", "must not all be 0"),
+        (
+            "[search]\nw_heading = 0\nw_body = 0\nw_code = 0\nw_path = 0\nw_anchor = 0\n",
+            "must not all be 0",
+        ),
         ("[embedding]\nprovider = 'openai'\n", 'must be one of "none", "onnx", "api"'),
         ("[embedding]\ndimensions = 0\n", "embedding.dimensions must be an integer from 1"),
         ("[embedding]\ndimensions = 70000\n", "from 1 to 65535"),
@@ -341,6 +352,8 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "search.w_code": st.floats(0, 1e6, **_FINITE),
     "search.b_path": st.floats(0, 1),
     "search.w_path": st.floats(0, 1e6, **_FINITE),
+    "search.b_anchor": st.floats(0, 1),
+    "search.w_anchor": st.floats(0, 1e6, **_FINITE),
     "search.query_tf_k3": st.floats(0, 1e6, **_FINITE),
     "search.common_cutoff": st.floats(0, 1),
     "search.name_boost": st.floats(0, 10),

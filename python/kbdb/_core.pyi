@@ -22,6 +22,7 @@ __all__ = [
     "FIELD_BODY",
     "FIELD_CODE",
     "FIELD_PATH",
+    "FIELD_ANCHOR",
     "languages",
     "Analyzer",
     "Index",
@@ -40,6 +41,7 @@ FIELD_HEADING: int  # bit 1: matched in the heading field
 FIELD_BODY: int  # bit 2: matched in the body field
 FIELD_CODE: int  # bit 4: matched in the code field
 FIELD_PATH: int  # bit 8: matched in the path field (file name, document title, headings above)
+FIELD_ANCHOR: int  # bit 16: matched in the anchor field (labels of the links to the section)
 
 def languages() -> list[tuple[str, str]]:
     """The analyzer's languages as ``(English name, ISO 639-1 code)``, by name."""
@@ -127,15 +129,19 @@ class Hits:
     @property
     def explain(self) -> list[list[tuple[int, str, str, float]]] | None:
         """With ``explain=True``: per hit, ``(clause, term, field, score)`` for every
-        contribution to its score. ``field`` is ``heading``, ``body`` or ``code``. A clause
-        contributes through its best alternative only; that term's BM25F score is split over
-        the fields in proportion to each field's share of the weighted, length-normalized
-        term frequency, so the parts of a hit sum to its score."""
+        contribution to its score. ``field`` is ``heading``, ``body``, ``code``, ``path`` or
+        ``anchor``. A clause contributes through its best alternative only; that term's
+        BM25F score is split over the fields in proportion to each field's share of the
+        weighted, length-normalized term frequency, so the parts of a hit sum to its
+        score."""
     def __len__(self) -> int:
         """The number of hits returned (at most ``limit``)."""
 
-_Corpus = tuple[int, tuple[int, int, int, int], Mapping[str, int]]
-"""A collection's BM25F statistics: documents, the four fields' total lengths, and the
+_PerField = tuple[float, float, float, float, float]
+"""One value per field, in field order: heading, body, code, path, anchor."""
+
+_Corpus = tuple[int, tuple[int, int, int, int, int], Mapping[str, int]]
+"""A collection's BM25F statistics: documents, the five fields' total lengths, and the
 document frequency of each query term (``Index.search``'s ``corpus``)."""
 
 _Clause = tuple[Sequence[tuple[str, float]], bool]
@@ -187,22 +193,22 @@ class Index:
         """Bytes of the files of the current snapshot, ``meta.toml`` included."""
     def commit(
         self,
-        adds: Sequence[tuple[str, str, str, str, str]],
+        adds: Sequence[tuple[str, str, str, str, str, str]],
         deletes: Sequence[str],
         *,
         watermark: int,
     ) -> list[int]:
-        """Atomically add sections ``(kbid, heading, body, code, path)`` and tombstone ``deletes``
-        (kbids; unknown ones are ignored; a kbid both deleted and added ends up live), then
-        publish a new manifest with ``watermark``. Runs the merge policy. Returns the number
-        of indexed terms per add. Releases the GIL.
+        """Atomically add sections ``(kbid, heading, body, code, path, anchor)`` and
+        tombstone ``deletes`` (kbids; unknown ones are ignored; a kbid both deleted and added
+        ends up live), then publish a new manifest with ``watermark``. Runs the merge
+        policy. Returns the number of indexed terms per add. Releases the GIL.
 
         An add replaces any live section with the same kbid (upsert). A kbid that is not 32
         lower-case hex characters, a kbid added twice in one call, a ``watermark`` above
         2**63-1, or an index built by a different analyzer (``analyzer_id``; rebuild it)
         raise ``InvalidArgumentError``."""
     def rebuild(
-        self, docs: Sequence[tuple[str, str, str, str, str]], *, watermark: int
+        self, docs: Sequence[tuple[str, str, str, str, str, str]], *, watermark: int
     ) -> list[int]:
         """Replace the whole index with one segment built from ``docs``. Works even when the
         current files are corrupt; adopts this build's analyzer id. Releases the GIL."""
@@ -221,8 +227,8 @@ class Index:
         limit: int = 10,
         allow: Sequence[str] | None = None,
         k1: float = 1.2,
-        b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
-        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
+        b: _PerField = (0.75, 0.75, 0.75, 0.75, 0.75),
+        weights: _PerField = (2.0, 1.0, 1.0, 1.0, 2.0),
         explain: bool = False,
         common_cutoff: float = 0.0,
         corpus: _Corpus | None = None,
@@ -252,8 +258,8 @@ class Index:
         limit: int = 10,
         allow: Sequence[str] | None = None,
         k1: float = 1.2,
-        b: tuple[float, float, float, float] = (0.75, 0.75, 0.75, 0.75),
-        weights: tuple[float, float, float, float] = (2.0, 1.0, 1.0, 1.0),
+        b: _PerField = (0.75, 0.75, 0.75, 0.75, 0.75),
+        weights: _PerField = (2.0, 1.0, 1.0, 1.0, 2.0),
         explain: bool = False,
         common_cutoff: float = 0.0,
         corpus: _Corpus | None = None,
@@ -265,7 +271,9 @@ class Index:
         segment is searched term at a time and the query has no phrases and no
         ``explain``, both come from one evaluation of each segment, and the relaxed one is
         returned whatever the strict count. Releases the GIL."""
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, tuple[int, int, int, int], list[int]]:
+    def term_stats(
+        self, terms: Sequence[str]
+    ) -> tuple[int, tuple[int, int, int, int, int], list[int]]:
         """``(docs, field totals, [df of each term])`` of the current snapshot, tombstoned
         sections included as scoring counts them: this index's part of a collection's
         ``corpus`` statistics. Releases the GIL."""

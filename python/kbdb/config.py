@@ -47,6 +47,11 @@ DEFAULT_W_BODY = 1.0
 DEFAULT_W_CODE = 1.0
 DEFAULT_B_PATH = 1.0
 DEFAULT_W_PATH = 3.0
+# Anchor text: short labels, repeated once per incoming link, like a heading. Empty (inert)
+# in a knowledge base without links, where it changes no score; chosen to equal the heading's
+# until a collection with links tunes it (docs/search.md, "The anchor field").
+DEFAULT_B_ANCHOR = DEFAULT_B_HEADING
+DEFAULT_W_ANCHOR = DEFAULT_W_HEADING
 DEFAULT_QUERY_TF_K3 = 8.0
 DEFAULT_COMMON_CUTOFF = 0.5
 DEFAULT_NAME_BOOST = 0.5
@@ -261,6 +266,8 @@ _ALL_KEYS = (
     ConfigKey("search", "w_code", DEFAULT_W_CODE, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "b_path", DEFAULT_B_PATH, _UNIT),
     ConfigKey("search", "w_path", DEFAULT_W_PATH, _range(0, MAX_FIELD_WEIGHT)),
+    ConfigKey("search", "b_anchor", DEFAULT_B_ANCHOR, _UNIT),
+    ConfigKey("search", "w_anchor", DEFAULT_W_ANCHOR, _range(0, MAX_FIELD_WEIGHT)),
     ConfigKey("search", "query_tf_k3", DEFAULT_QUERY_TF_K3, _range(0)),
     ConfigKey("search", "common_cutoff", DEFAULT_COMMON_CUTOFF, _UNIT),
     ConfigKey("search", "name_boost", DEFAULT_NAME_BOOST, _range(0, 10)),
@@ -318,6 +325,10 @@ _DOCS = {
     "search.w_code": "BM25F weight of the code field (fenced code blocks)",
     "search.b_path": "BM25F length normalization of the path field (0 = none, 1 = full)",
     "search.w_path": "BM25F weight of the path field (file name, document title, headings above)",
+    "search.b_anchor": "BM25F length normalization of the anchor field (0 = none, 1 = full)",
+    "search.w_anchor": (
+        "BM25F weight of the anchor field (labels of the links to a section; empty without links)"
+    ),
     "search.query_tf_k3": (
         "weight of a word repeated in the query: 0 counts it once, large values count each"
     ),
@@ -433,6 +444,8 @@ class SearchConfig(_Validated):
     w_code: float = DEFAULT_W_CODE
     b_path: float = DEFAULT_B_PATH
     w_path: float = DEFAULT_W_PATH
+    b_anchor: float = DEFAULT_B_ANCHOR
+    w_anchor: float = DEFAULT_W_ANCHOR
     query_tf_k3: float = DEFAULT_QUERY_TF_K3
     common_cutoff: float = DEFAULT_COMMON_CUTOFF
     name_boost: float = DEFAULT_NAME_BOOST
@@ -451,9 +464,10 @@ class SearchConfig(_Validated):
     recency_half_life: str = ""
 
     def _check_together(self) -> None:
-        if self.w_heading == self.w_body == self.w_code == self.w_path == 0:
+        if self.w_heading == self.w_body == self.w_code == self.w_path == self.w_anchor == 0:
             raise ConfigInvalidError(
-                "search.w_heading, search.w_body, search.w_code and search.w_path must not all be 0"
+                "search.w_heading, search.w_body, search.w_code, search.w_path and"
+                " search.w_anchor must not all be 0"
             )
 
 

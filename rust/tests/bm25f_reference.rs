@@ -25,16 +25,16 @@ fn random_query(rng: &mut Rng, analyzer: &Analyzer, strict: bool) -> (Query, Ref
     };
     q.params = Bm25fParams {
         k1: 1.2,
-        b: [0.75, 0.6, 0.9, 0.5],
-        weights: [2.0, 1.0, 0.5, 1.5],
+        b: [0.75, 0.6, 0.9, 0.5, 0.3],
+        weights: [2.0, 1.0, 0.5, 1.5, 2.5],
     };
     let mut r = RefQuery {
         clauses: Vec::new(),
         phrases: Vec::new(),
         strict,
         k1: 1.2,
-        b: [0.75, 0.6, 0.9, 0.5],
-        w: [2.0, 1.0, 0.5, 1.5],
+        b: [0.75, 0.6, 0.9, 0.5, 0.3],
+        w: [2.0, 1.0, 0.5, 1.5, 2.5],
     };
     for _ in 0..n {
         let t = term(analyzer, WORDS[rng.below(WORDS.len())]);

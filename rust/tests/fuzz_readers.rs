@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use common::{kernel_alpha_query, random_docs, Rng};
 use kbdb_core::format::{append_footer, FileKind, FOOTER_LEN};
 use kbdb_core::lexical::{
-    Index, Manifest, SegmentReader, Tombstones, SEGMENT_FORMAT_VERSION, TOMBSTONE_FORMAT_VERSION,
+    Index, Manifest, SegmentReader, Tombstones, FIELD_COUNT, SEGMENT_FORMAT_VERSION,
+    TOMBSTONE_FORMAT_VERSION,
 };
 use kbdb_core::vector::{read_tombstones, Meta, OpenMode, Threads, VectorIndex, META_FILE};
 use kbdb_core::Error;
@@ -148,7 +149,8 @@ proptest! {
         let seg = file_ending(dir.path(), ".seg");
         let orig = fs::read(&seg).unwrap();
         let mut payload = orig[..orig.len() - FOOTER_LEN].to_vec();
-        let window = if header { 168 } else { payload.len() };
+        // The header: counts, a total per field, the table of eight sections.
+        let window = if header { 8 + FIELD_COUNT * 8 + 8 * 16 } else { payload.len() };
         apply(&mut payload, &edits, window);
         append_footer(&mut payload, FileKind::SEGMENT, SEGMENT_FORMAT_VERSION);
         fs::write(&seg, &payload).unwrap();

@@ -12,7 +12,13 @@ use kbdb_core::Error;
 fn doc(i: u64, heading: &str, body: &str, code: &str) -> Doc {
     Doc {
         kbid: kbid(i),
-        fields: [heading.into(), body.into(), code.into(), String::new()],
+        fields: [
+            heading.into(),
+            body.into(),
+            code.into(),
+            String::new(),
+            String::new(),
+        ],
     }
 }
 

@@ -39,8 +39,14 @@ fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
     } else {
         Bm25fParams {
             k1: [0.0, 0.5, 1.2, 2.0][rng.below(4)],
-            b: [unit(rng), unit(rng), unit(rng), unit(rng)],
-            weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng), 2.0 * unit(rng)],
+            b: [unit(rng), unit(rng), unit(rng), unit(rng), unit(rng)],
+            weights: [
+                3.0 * unit(rng),
+                2.0 * unit(rng),
+                unit(rng),
+                2.0 * unit(rng),
+                3.0 * unit(rng),
+            ],
         }
     };
     let allow = (rng.below(5) == 0).then(|| {
@@ -177,6 +183,7 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
                 },
                 String::new(),
                 String::new(),
+                String::new(),
             ],
         })
         .collect();
@@ -200,7 +207,7 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
     }
 }
 
-/// Many clauses: past 21, the term-at-a-time cells keep a mask word per field instead of
+/// Many clauses: past 12, the term-at-a-time cells keep a mask word per field instead of
 /// one packed word, up to 64 (beyond, MaxScore serves relaxed queries); past 64 essential
 /// clauses, each MaxScore row keeps its column flags in several words (the general path of
 /// the window, next to its one-word fast path). Some terms serve two clauses.
@@ -226,12 +233,19 @@ fn many_clauses_match_the_exhaustive_ranking() {
                     .join(" "),
                 String::new(),
                 vocab[rng.below(vocab.len())].clone(),
+                if i % 4 == 0 {
+                    vocab[rng.below(vocab.len())].clone()
+                } else {
+                    String::new()
+                },
             ],
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let index = two_segments(dir.path(), &docs);
     let cases = [
+        (12, 10),
+        (13, 10),
         (21, 10),
         (22, 10),
         (40, 30),

@@ -3,11 +3,16 @@
 
 use kbdb_core::lexical::postings::{serialize_term, PostingsCursor, TermPostings, TERMINATED};
 use kbdb_core::lexical::topk::{Scored, TopK};
+use kbdb_core::lexical::FIELD_COUNT;
 use proptest::prelude::*;
 
 fn postings() -> impl Strategy<Value = TermPostings> {
     prop::collection::vec(
-        (1u32..50, prop::array::uniform4(0u32..4), any::<u32>()),
+        (
+            1u32..50,
+            prop::array::uniform::<_, FIELD_COUNT>(0u32..4),
+            any::<u32>(),
+        ),
         1..400,
     )
     .prop_map(|rows| {
@@ -15,7 +20,7 @@ fn postings() -> impl Strategy<Value = TermPostings> {
         let mut doc = 0u32;
         for (i, (gap, mut tfs, seed)) in rows.into_iter().enumerate() {
             doc += if i == 0 { gap - 1 } else { gap };
-            if tfs == [0, 0, 0, 0] {
+            if tfs == [0; FIELD_COUNT] {
                 tfs[1] = 1;
             }
             p.docs.push(doc);
@@ -49,7 +54,7 @@ proptest! {
         for i in 0..p.len() {
             prop_assert_eq!(c.doc(), p.docs[i]);
             prop_assert_eq!(c.tfs().unwrap(), p.tfs[i]);
-            for f in 0..4 {
+            for f in 0..FIELD_COUNT {
                 c.positions(f, &mut buf).unwrap();
                 let tf = p.tfs[i][f] as usize;
                 prop_assert_eq!(&buf[..], &p.positions[pos_i..pos_i + tf]);

@@ -29,8 +29,14 @@ fn random_query(rng: &mut Rng, kbids: &[Kbid]) -> Query {
     } else {
         Bm25fParams {
             k1: [0.5, 1.2, 2.0][rng.below(3)],
-            b: [unit(rng), unit(rng), unit(rng), unit(rng)],
-            weights: [3.0 * unit(rng), 2.0 * unit(rng), unit(rng), 2.0 * unit(rng)],
+            b: [unit(rng), unit(rng), unit(rng), unit(rng), unit(rng)],
+            weights: [
+                3.0 * unit(rng),
+                2.0 * unit(rng),
+                unit(rng),
+                2.0 * unit(rng),
+                3.0 * unit(rng),
+            ],
         }
     };
     let allow = (rng.below(5) == 0).then(|| {

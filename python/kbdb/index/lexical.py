@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kbdb import _core
@@ -42,6 +42,25 @@ def _manifest_stamp(directory: Path) -> tuple[int, int, int, int] | None:
 
 # Changes applied per index commit during a catch-up; bounds memory on large gaps.
 CATCH_UP_BATCH = 20_000
+
+IndexDoc = tuple[str, str, str, str, str, str]
+"""What ``_core.Index`` indexes of a section: (kbid, heading, body, code, path, anchor)."""
+
+
+def index_doc(row: q.IndexRow, anchors: Mapping[str, str]) -> IndexDoc:
+    """The indexed texts of a section's row (read with ``place=True``), with its anchor
+    text from ``anchors`` (``queries.anchor_texts``; none: empty)."""
+    kbid, heading, content, type, title, description, _, key, doc_title, doc_path = row
+    fields = index_fields(
+        heading,
+        content,
+        type,
+        title,
+        description,
+        (key, doc_title, doc_path),
+        anchor=anchors.get(kbid, ""),
+    )
+    return (kbid, *fields)
 
 
 def describe_analyzer(analyzer_id: str) -> str:
@@ -187,15 +206,12 @@ class LexicalIndex:
                 return {}
             changed = q.changed_kbids(conn, index.watermark)
             rows = q.index_rows(conn, changed, place=True)
+            anchors = q.anchor_texts(conn, [r[0] for r in rows if r[6]])
         terms: dict[str, int] = {}
         for i in range(0, max(len(changed), 1), CATCH_UP_BATCH):
             batch = changed[i : i + CATCH_UP_BATCH]
             batch_set = set(batch)
-            adds = [
-                (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9])))
-                for r in rows
-                if r[6] and r[0] in batch_set
-            ]
+            adds = [index_doc(r, anchors) for r in rows if r[6] and r[0] in batch_set]
             last = i + CATCH_UP_BATCH >= len(changed)
             counts = index.commit(adds, batch, watermark=head if last else index.watermark)
             terms.update((a[0], n) for a, n in zip(adds, counts, strict=True))
@@ -230,15 +246,13 @@ class LexicalIndex:
     def _rebuild(
         self, index: _core.Index, progress: Callable[[int, int], None] | None = None
     ) -> int:
-        docs: list[tuple[str, str, str, str, str]] = []
+        docs: list[IndexDoc] = []
         with self._db.read() as conn:
             head = q.max_seq(conn)
             total = q.live_count(conn) if progress else 0
             for batch in q.iter_live_index_rows(conn, place=True):
-                docs.extend(
-                    (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9])))
-                    for r in batch
-                )
+                anchors = q.anchor_texts(conn, [r[0] for r in batch])
+                docs.extend(index_doc(r, anchors) for r in batch)
                 if progress:
                     progress(len(docs), total)
         index.rebuild(docs, watermark=head)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbdb import _core
-from kbdb.search.fields import index_fields
+from kbdb.index.lexical import index_doc
 from kbdb.store import Database, history
 from kbdb.store import queries as q
 
@@ -47,9 +47,9 @@ class Snapshot:
             self.head = q.max_seq(conn)
             self.kbids = history.live_at(conn, at)
             rows = q.index_rows(conn, self.kbids, place=True)
-        docs = [
-            (r[0], *index_fields(r[1], r[2], r[3], r[4], r[5], (r[7], r[8], r[9]))) for r in rows
-        ]
+            # Today's anchor text: the links' past is not kept.
+            anchors = q.anchor_texts(conn, self.kbids)
+        docs = [index_doc(r, anchors) for r in rows]
         self.index = _core.Index.open(str(self._dir), create=True, language=language)
         self.index.rebuild(docs, watermark=0)
 

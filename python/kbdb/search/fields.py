@@ -1,5 +1,5 @@
-"""What gets indexed for a section: the ``heading``, ``body``, ``code`` and ``path`` fields
-(SPEC §3).
+"""What gets indexed for a section: the ``heading``, ``body``, ``code``, ``path`` and
+``anchor`` fields (SPEC §3).
 
 Fenced code blocks stay in a section's content but are indexed as the separate ``code``
 field. A source-code section's comments are its body and its code the ``code`` field
@@ -7,7 +7,10 @@ field. A source-code section's comments are its body and its code the ``code`` f
 ``path`` is the section's place in its document: the source file's name (without its
 extension), the document's title and the headings above the section, so that every
 section of a page carries the page's identity (a query for ``docker container ls`` or
-``Get-Process`` finds the page's sections, not only its title section).
+``Get-Process`` finds the page's sections, not only its title section). ``anchor`` is the
+section's anchor text, the labels of the links in other notes that point at it
+(``section_anchors``, ``kbdb.store.queries.anchor_texts``); it is empty, and scores
+nothing, in a knowledge base without links.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ import posixpath
 import re
 
 from kbdb.search.codefields import CODE_TYPES, code_fields
+
+FIELD_NAMES = ("heading", "body", "code", "path", "anchor")
+"""The lexical index's fields in field order, as ``explain`` names them (the engine's
+``FIELD_*`` bits are ``1 << i`` in this order)."""
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -61,11 +68,19 @@ def index_fields(
     title: str | None,
     description: str | None,
     place: tuple[str | None, str | None, str | None] = (None, None, None),
-) -> tuple[str, str, str, str]:
-    """The (heading, body, code, path) texts the lexical index sees for one section.
-    ``place`` is (source key, document title, document source path)."""
+    *,
+    anchor: str = "",
+) -> tuple[str, str, str, str, str]:
+    """The (heading, body, code, path, anchor) texts the lexical index sees for one
+    section. ``place`` is (source key, document title, document source path); ``anchor``
+    the section's anchor text (``kbdb.store.queries.anchor_texts``)."""
     head = " ".join(p for p in (heading, title if title and title != heading else None) if p)
-    return (head, *body_fields(content, type, description), path_field(heading, *place))
+    return (
+        head,
+        *body_fields(content, type, description),
+        path_field(heading, *place),
+        anchor,
+    )
 
 
 def path_field(

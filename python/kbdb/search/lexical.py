@@ -48,6 +48,7 @@ _FIELDS = (
     (_core.FIELD_BODY, "body"),
     (_core.FIELD_CODE, "code"),
     (_core.FIELD_PATH, "path"),
+    (_core.FIELD_ANCHOR, "anchor"),
 )
 
 
@@ -227,8 +228,8 @@ class LexicalSearcher:
         cfg = self.cfg
         return {
             "k1": cfg.k1,
-            "b": (cfg.b_heading, cfg.b_body, cfg.b_code, cfg.b_path),
-            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code, cfg.w_path),
+            "b": (cfg.b_heading, cfg.b_body, cfg.b_code, cfg.b_path, cfg.b_anchor),
+            "weights": (cfg.w_heading, cfg.w_body, cfg.w_code, cfg.w_path, cfg.w_anchor),
             "common_cutoff": cfg.common_cutoff,
         }
 
@@ -310,7 +311,7 @@ class LexicalSearcher:
                 parsed.clauses, phrases=parsed.phrases, require_all=True, **params
             )
         hits = _hits(strict, relaxed=False, bound=sum(strict.clause_bounds))
-        total = strict.total
+        total = _matches(strict)
         all_relaxed = False
         if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
             if loose is None:
@@ -321,7 +322,7 @@ class LexicalSearcher:
             if not hits and extra:
                 all_relaxed = True
             hits.extend(extra)
-            total = max(total, loose.total)
+            total = max(total, _matches(loose))
         # The engine lists the rare hits these steps look at: most queries skip them.
         tiers = (strict,) if loose is None else (strict, loose)
         self._heading_boost(hits, parsed, strict.common)
@@ -729,7 +730,23 @@ def _hits(
         out[i].bodiless = True
     for i in h.in_path:
         out[i].in_path = True
+    if out and out[-1].score <= 0.0:
+        # A hit that scores 0 matched only in fields whose weight is 0 (``search.w_anchor =
+        # 0`` turns the anchor field off): no result. It ranks below every other hit, so
+        # the rest are the top positive scores.
+        out = [x for x in out if x.score > 0.0]
     return [x for x in out if x.kbid not in skip] if skip else out
+
+
+def _matches(h: _core.Hits) -> int:
+    """``h.total``, the sections that match, or when ``h`` ends with a hit that scores 0
+    (its matches in fields of weight 0 only: no result), its hits that score more: every
+    match it did not return scores 0 too. (A full list of positive scores keeps
+    ``h.total``, which still counts any section matched in zero-weight fields alone.)"""
+    scores = h.scores
+    if scores and scores[-1] <= 0.0:
+        return sum(1 for s in scores if s > 0.0)
+    return h.total
 
 
 def _explain(h: Hit) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
+from kbdb.search.fields import FIELD_NAMES
 from kbdb.search.lexical import DocLinks, Filters, Links, Row
 from kbdb.shard.fanout import Fanout
 from kbdb.shard.server import HitList
@@ -132,12 +133,12 @@ class ShardedEngine:
         if self._stats is not None and self._stats[0] == terms:
             return self._stats[1]
         docs = 0
-        totals = [0, 0, 0, 0]
+        totals = [0] * len(FIELD_NAMES)
         df = dict.fromkeys(terms, 0)
         for n, t, dfs in self._fanout.all("term_stats", list(terms)):
             docs += n
-            for f in range(4):
-                totals[f] += t[f]
+            for f, total in enumerate(t):
+                totals[f] += total
             for term, d in zip(terms, dfs, strict=True):
                 df[term] += d
         corpus = (docs, tuple(totals), df)

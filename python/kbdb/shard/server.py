@@ -80,7 +80,9 @@ class ShardServer:
 
     # -- search phases -------------------------------------------------------------------
 
-    def term_stats(self, terms: Sequence[str]) -> tuple[int, tuple[int, int, int, int], list[int]]:
+    def term_stats(
+        self, terms: Sequence[str]
+    ) -> tuple[int, tuple[int, int, int, int, int], list[int]]:
         ctx = self._ctx
         ctx.index.refresh()
         return ctx.index.core.term_stats(list(terms))

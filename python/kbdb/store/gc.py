@@ -106,6 +106,7 @@ def carry_out(conn: sqlite3.Connection) -> int:
         )
     conn.execute("DELETE FROM sections WHERE kbid IN (SELECT kbid FROM gc_sections)")
     conn.execute("DELETE FROM section_validity WHERE kbid IN (SELECT kbid FROM gc_sections)")
+    conn.execute("DELETE FROM section_anchors WHERE kbid IN (SELECT kbid FROM gc_sections)")
     if history.has_turns(conn):
         conn.execute("DELETE FROM section_turns WHERE kbid IN (SELECT kbid FROM gc_sections)")
     if signatures.has_tables(conn):  # near-duplicate signatures of sections now gone

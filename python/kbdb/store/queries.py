@@ -105,6 +105,32 @@ def iter_live_index_rows(
         yield [_index_row(r) for r in rows]
 
 
+def anchor_texts(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, str]:
+    """The anchor text (``section_anchors``) of each of ``kbids`` that has one: the lexical
+    index's ``anchor`` field. A knowledge base without links has none, and one that no
+    kbdb with the table has written to yet lacks the table: both give ``{}`` after one
+    query."""
+    if not kbids:
+        return {}
+    try:
+        if conn.execute("SELECT 1 FROM section_anchors LIMIT 1").fetchone() is None:
+            return {}
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):
+            return {}
+        raise
+    out: dict[str, str] = {}
+    for chunk in _chunks(kbids):
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            conn.execute(
+                f"SELECT kbid, text FROM section_anchors WHERE kbid IN ({marks})",
+                tuple(chunk),
+            ).fetchall()
+        )
+    return out
+
+
 def allowed_kbids(
     conn: sqlite3.Connection,
     *,

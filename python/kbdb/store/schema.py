@@ -14,6 +14,9 @@ Tables:
 - ``section_validity``: when each section was live, one row per interval (time travel,
   ``kbdb.store.history``).
 - ``section_turns``: the speaker and time of sections that are conversation turns.
+- ``section_anchors``: a section's anchor text, the labels of the links in other notes
+  that point at it, as the lexical index's ``anchor`` field holds it (derived from the
+  links; a change to it is logged as an ``add`` of the section, which re-indexes it).
 - ``changelog``: monotonically increasing ``seq`` of (``add`` | ``retire``, kbid). The
   derived indexes record the ``seq`` they have applied (their watermark) and catch up from
   here, so a crash between the database commit and the index update is harmless.
@@ -126,12 +129,23 @@ TURNS_INDEX = (
 )
 SCHEMA += TURNS_TABLE + ";\n" + TURNS_INDEX + ";\n"
 
+# Anchor text (docs/search.md, "Fields"): per section, the labels of the links in other
+# notes that point at it, one text. Whoever changes a row appends a change-log ``add`` of
+# its kbid in the same transaction, so the lexical index re-indexes the section. A
+# knowledge base without links has no rows: the ``anchor`` field is empty and scores
+# nothing.
+ANCHORS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS section_anchors (kbid TEXT PRIMARY KEY, text TEXT NOT NULL)"
+)
+SCHEMA += ANCHORS_TABLE + ";\n"
+
 UPGRADES = (
     LINKS_INDEX,
     VALIDITY_TABLE,
     VALIDITY_INDEX,
     TURNS_TABLE,
     TURNS_INDEX,
+    ANCHORS_TABLE,
     # Knowledge bases made before the covering index had one on kbid alone.
     "DROP INDEX IF EXISTS document_sections_kbid",
     *LINK_TABLES,

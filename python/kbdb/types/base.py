@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar
 
 SearchMode = Literal["lexical", "vector", "hybrid"]
 Verdict = Literal["answered", "partial", "unanswered"]
-Field = Literal["heading", "body", "code", "path"]
+Field = Literal["heading", "body", "code", "path", "anchor"]
 
 DEFAULT_TYPE = "text/markdown"
 DEFAULT_SECTION_TYPE = "section"

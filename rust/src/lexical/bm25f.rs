@@ -31,7 +31,7 @@ impl Default for Bm25fParams {
         Bm25fParams {
             k1: 1.2,
             b: [0.75; FIELD_COUNT],
-            weights: [2.0, 1.0, 1.0, 1.0],
+            weights: [2.0, 1.0, 1.0, 1.0, 2.0],
         }
     }
 }
@@ -228,16 +228,16 @@ mod tests {
         let params = Bm25fParams::default();
         let stats = CorpusStats {
             docs: 10,
-            field_totals: [20, 100, 0, 0],
+            field_totals: [20, 100, 0, 0, 0],
         };
         let norms = FieldNorms::new(&params, &stats);
-        let f = norms.doc_factors([1, 20, 0, 0]);
-        let s = norms.score(stats.idf(3), [1, 2, 0, 0], f);
+        let f = norms.doc_factors([1, 20, 0, 0, 0]);
+        let s = norms.score(stats.idf(3), [1, 2, 0, 0, 0], f);
         let tf = 2.0 * 1.0 / (0.25 + 0.75 * 1.0 / 2.0) + 2.0 / (0.25 + 0.75 * 20.0 / 10.0);
         let idf = (1.0f64 + (10.0 - 3.0 + 0.5) / 3.5).ln();
         let want = idf * tf / (1.2 + tf);
         assert!((f64::from(s) - want).abs() < 1e-5, "{s} vs {want}");
-        let shares = field_shares(s, [1, 2, 0, 0], f);
+        let shares = field_shares(s, [1, 2, 0, 0, 0], f);
         assert!((shares.iter().sum::<f32>() - s).abs() < 1e-5);
         assert!(params.validate().is_ok());
         assert!(Bm25fParams { k1: -1.0, ..params }.validate().is_err());
@@ -266,6 +266,56 @@ mod tests {
             params.weights[1] = w;
             let err = params.validate().unwrap_err().to_string();
             assert!(err.contains("field weight must be from 0 to"), "{err}");
+        }
+    }
+
+    /// A field no document has (the anchor field without links: average length 0) is
+    /// normalized by 1 and adds an exact +0.0: every score has the same bits whatever its
+    /// weight and `b`, and none is NaN or infinite.
+    #[test]
+    fn a_field_empty_corpus_wide_is_inert() {
+        let anchor = FIELD_COUNT - 1;
+        let stats = CorpusStats {
+            docs: 7,
+            field_totals: [9, 300, 40, 21, 0],
+        };
+        let base = Bm25fParams {
+            k1: 1.2,
+            b: [0.3, 0.85, 0.75, 1.0, 0.0],
+            weights: [2.0, 1.0, 1.0, 3.0, 0.0],
+        };
+        let rows: [([u32; FIELD_COUNT], [u32; FIELD_COUNT]); 3] = [
+            ([1, 2, 0, 1, 0], [2, 60, 0, 3, 0]),
+            ([0, 5, 3, 0, 0], [1, 90, 12, 4, 0]),
+            ([1, 0, 0, 0, 0], [1, 0, 0, 0, 0]),
+        ];
+        let scores = |params: &Bm25fParams| {
+            let norms = FieldNorms::new(params, &stats);
+            rows.map(|(tfs, lens)| {
+                let factors = norms.doc_factors(lens);
+                let one = norms.score(stats.idf(2), tfs, factors);
+                let mut block = [0.0];
+                let tfs_cols: [Vec<u32>; FIELD_COUNT] = std::array::from_fn(|f| vec![tfs[f]]);
+                let fac_cols: [Vec<Score>; FIELD_COUNT] = std::array::from_fn(|f| vec![factors[f]]);
+                norms.score_block(
+                    stats.idf(2),
+                    std::array::from_fn(|f| tfs_cols[f].as_slice()),
+                    std::array::from_fn(|f| fac_cols[f].as_slice()),
+                    &mut block,
+                );
+                assert_eq!(one.to_bits(), block[0].to_bits());
+                assert!(one.is_finite() && one > 0.0);
+                one.to_bits()
+            })
+        };
+        let want = scores(&base);
+        for w in [0.0, 2.0, MAX_FIELD_WEIGHT] {
+            for b in [0.0, 0.3, 1.0] {
+                let mut params = base;
+                params.weights[anchor] = w;
+                params.b[anchor] = b;
+                assert_eq!(scores(&params), want, "w {w}, b {b}");
+            }
         }
     }
 }

@@ -11,9 +11,9 @@
 //! block scorer as MaxScore) added in that order, starting from 0.0; absent clauses add
 //! nothing, as their exact +0.0 does in the exhaustive sum. So every doc's score has the
 //! bits the exhaustive evaluation gives it. The matched fields are kept per doc as clause
-//! bitmasks: for up to 16 clauses all four fields in one word (a posting adds to its doc
-//! with one `or`), for up to 64 a word per field ([`fits`]); `total` counts the live
-//! touched docs.
+//! bitmasks: for up to 12 clauses (64 bits over five fields) all the fields in one word
+//! (a posting adds to its doc with one `or`), for up to 64 a word per field ([`fits`]);
+//! `total` counts the live touched docs.
 //!
 //! The final pass visits the touched docs in doc order: from a bitset kept as postings
 //! arrive when they are few against the segment's docs, otherwise by reading every cell
@@ -33,7 +33,7 @@ use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Segments with at most this many docs are searched term at a time by
 /// `Evaluation::Auto`; larger ones with MaxScore, whose pruning pays when posting lists
-/// are long. At this size the cells (16 bytes a doc, 256 KiB; 40 past 16 clauses) still
+/// are long. At this size the cells (16 bytes a doc, 256 KiB; 48 past 12 clauses) still
 /// fit a core's L2 cache. Measured with SciFact's queries cut to 1, 2, 3 and all clauses, top 10 and 30,
 /// on SciFact repeated to each size (docs/history/benchmarks-log.md): term at a time took 0.53–0.85
 /// of MaxScore's time at 5k and 10k docs, 0.67–1.03 at 20k, 0.73–1.16 at 31k, and up to
@@ -63,8 +63,8 @@ trait Masks: Copy + Default {
     fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>>;
 }
 
-/// Up to 16 clauses, all fields in one word: bit `f * 16 + c` for clause `c` in field
-/// `f`, so that a posting adds to its doc with one `or`.
+/// Up to [`PACKED_BITS`] clauses (12), all fields in one word: bit `f * PACKED_BITS + c`
+/// for clause `c` in field `f`, so that a posting adds to its doc with one `or`.
 #[derive(Clone, Copy, Default)]
 struct Packed(u64);
 

@@ -60,18 +60,25 @@ pub type Score = f32;
 /// A section id: 16 bytes, written as 32 lower-case hex characters.
 pub type Kbid = [u8; 16];
 
-/// Fields per section: heading, body, code, and path (the section's place in its document:
-/// the document's title and the headings above the section).
-pub const FIELD_COUNT: usize = 4;
+/// Fields per section: heading, body, code, path (the section's place in its document:
+/// the document's title and the headings above the section), and anchor (the labels of
+/// the links in other notes that point at the section; empty in a knowledge base without
+/// links, where it scores nothing).
+pub const FIELD_COUNT: usize = 5;
+/// Field bits, as a clause's match mask holds them (bit `f` for field `f`).
 pub const FIELD_HEADING: u8 = 1;
 pub const FIELD_BODY: u8 = 2;
 pub const FIELD_CODE: u8 = 4;
 pub const FIELD_PATH: u8 = 8;
+pub const FIELD_ANCHOR: u8 = 16;
 /// Field names in field order, as `explain` reports them.
-pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code", "path"];
+pub const FIELD_NAMES: [&str; FIELD_COUNT] = ["heading", "body", "code", "path", "anchor"];
+// A match mask is a byte: one bit per field.
+const _: () = assert!(FIELD_COUNT <= 8);
 
-/// Format versions; bump on any byte-layout change.
-pub const SEGMENT_FORMAT_VERSION: u32 = 4;
+/// Format versions; bump on any byte-layout change. Segment format 4 added the path
+/// field, 5 the anchor field.
+pub const SEGMENT_FORMAT_VERSION: u32 = 5;
 pub const TOMBSTONE_FORMAT_VERSION: u32 = 1;
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 
@@ -79,7 +86,7 @@ pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Doc {
     pub kbid: Kbid,
-    /// heading, body, code, path
+    /// heading, body, code, path, anchor
     pub fields: [String; FIELD_COUNT],
 }
 

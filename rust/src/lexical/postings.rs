@@ -6,19 +6,23 @@
 //! ```text
 //! skip table   n_blocks × { last_doc u32, block_end u32, positions_end u32 }   (LE)
 //! blocks       per block of n docs:
-//!                u8 doc_bits, u8 tf_bits[3]          bit widths (0–32)
+//!                u8 doc_bits, u8 tf_bits[5]          bit widths (0–32), a tf width per field
 //!                doc deltas    n × doc_bits bits      packed LSB first, padded to a byte
 //!                tf heading    n × tf_bits[0] bits    likewise
 //!                tf body       n × tf_bits[1] bits
 //!                tf code       n × tf_bits[2] bits
+//!                tf path       n × tf_bits[3] bits
+//!                tf anchor     n × tf_bits[4] bits
 //! ```
 //!
 //! A doc delta is `doc − previous doc`; "previous doc" of a block's first doc is the
 //! previous block's last_doc (0 for block 0, whose first delta is the doc itself). Fixed
 //! widths make decoding a tight loop without branches per value, and let the reader find
 //! each run from the header alone: seeking and counting unpack doc deltas only, frequencies
-//! are unpacked on first use, and a field absent from a block costs nothing (width 0).
-//! Format version 3; version 1 interleaved varints, version 2 put varint doc deltas first.
+//! are unpacked on first use, and a field absent from a block costs nothing but its width
+//! byte (width 0, no run): the anchor field of a knowledge base without links adds one byte
+//! per block. Segment format 5 (the anchor field's width); format 4 added the path field's,
+//! version 1 interleaved varints, version 2 put varint doc deltas first.
 //!
 //! `n_blocks = ceil(df / BLOCK_LEN)`; `block_end` is relative to the first byte after the
 //! skip table, `positions_end` to the term's first positions byte. Positions (at
@@ -583,11 +587,17 @@ impl<'a> PostingsCursor<'a> {
 mod tests {
     use super::*;
 
-    fn sample(n: u32) -> TermPostings {
+    /// Doc `i`'s frequencies in `sample`: some in every field but code, the anchor field's
+    /// rarest (one doc in five).
+    fn sample_tfs(i: u32) -> [u32; FIELD_COUNT] {
+        [i % 2, 1 + i % 3, 0, i % 4 / 3, i % 5 / 4]
+    }
+
+    fn sample_with(n: u32, tfs_of: impl Fn(u32) -> [u32; FIELD_COUNT]) -> TermPostings {
         let mut p = TermPostings::default();
         for i in 0..n {
             let doc = i * 3 + 1;
-            let tfs = [i % 2, 1 + i % 3, 0, i % 4 / 3];
+            let tfs = tfs_of(i);
             p.docs.push(doc);
             p.tfs.push(tfs);
             for (f, &tf) in tfs.iter().enumerate() {
@@ -599,6 +609,10 @@ mod tests {
         p
     }
 
+    fn sample(n: u32) -> TermPostings {
+        sample_with(n, sample_tfs)
+    }
+
     #[test]
     fn seek_and_positions() {
         let p = sample(1000);
@@ -607,7 +621,7 @@ mod tests {
         let mut c = PostingsCursor::new(&a, &b, 1000, 5000).unwrap();
         assert_eq!(c.doc(), 1);
         assert_eq!(c.seek(500).unwrap(), 502);
-        assert_eq!(c.tfs().unwrap(), [167 % 2, 1 + 167 % 3, 0, 167 % 4 / 3]);
+        assert_eq!(c.tfs().unwrap(), sample_tfs(167));
         let mut out = Vec::new();
         c.positions(1, &mut out).unwrap();
         assert_eq!(
@@ -647,7 +661,7 @@ mod tests {
         serialize_term(&short, &mut sa, &mut sb).unwrap();
         let fresh: Vec<_> = (0..3u32)
             .map(|i| {
-                let tfs = [i % 2, 1 + i % 3, 0, i % 4 / 3];
+                let tfs = sample_tfs(i);
                 (
                     i * 3 + 1,
                     tfs,
@@ -668,5 +682,45 @@ mod tests {
             assert_eq!(c.doc(), 4);
             assert_eq!(read_all(&mut c), fresh[1..]);
         }
+    }
+
+    /// A field with no frequency in a block (the anchor field of a knowledge base without
+    /// links) costs its width byte and nothing else, and reads back as zeros.
+    #[test]
+    fn a_field_empty_in_a_block_costs_only_its_width_byte() {
+        let n = 300u32;
+        let no_anchor = |i| {
+            let mut t = sample_tfs(i);
+            t[FIELD_COUNT - 1] = 0;
+            t
+        };
+        let p = sample_with(n, no_anchor);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        serialize_term(&p, &mut a, &mut b).unwrap();
+        let n_blocks = (n as usize).div_ceil(BLOCK_LEN);
+        let mut at = n_blocks * SKIP_ENTRY_BYTES;
+        for block in 0..n_blocks {
+            let len = (n as usize - block * BLOCK_LEN).min(BLOCK_LEN);
+            let header = &a[at..at + BLOCK_HEADER];
+            assert_eq!(header[FIELD_COUNT], 0, "the empty field's width");
+            let runs: usize = header.iter().map(|&w| packed_len(len, u32::from(w))).sum();
+            at += BLOCK_HEADER + runs;
+        }
+        assert_eq!(
+            at,
+            a.len(),
+            "no bytes beyond the headers and the non-empty runs"
+        );
+        let mut c = PostingsCursor::new(&a, &b, n, 5000).unwrap();
+        let mut i = 0;
+        while c.doc() != TERMINATED {
+            assert_eq!(c.tfs().unwrap(), no_anchor(i));
+            let mut out = Vec::new();
+            c.positions(FIELD_COUNT - 1, &mut out).unwrap();
+            assert!(out.is_empty());
+            c.advance().unwrap();
+            i += 1;
+        }
+        assert_eq!(i, n);
     }
 }

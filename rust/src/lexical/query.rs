@@ -252,17 +252,14 @@ impl BlockScorer {
         tfs: [&[u32]; FIELD_COUNT],
     ) -> &[Score] {
         let n = docs.len().min(BLOCK_LEN);
-        let [f0, f1, f2, f3] = &mut self.factors;
-        let slots = f0
-            .iter_mut()
-            .zip(f1.iter_mut())
-            .zip(f2.iter_mut())
-            .zip(f3.iter_mut());
-        for ((((a, b), c), e), &d) in slots.zip(docs) {
-            [*a, *b, *c, *e] = seg.factors.get(d as usize).copied().unwrap_or_default();
+        for (j, &d) in docs[..n].iter().enumerate() {
+            let row = seg.factors.get(d as usize).copied().unwrap_or_default();
+            for (column, factor) in self.factors.iter_mut().zip(row) {
+                column[j] = factor;
+            }
         }
         let scores = &mut self.scores[..n];
-        let factors = [&f0[..n], &f1[..n], &f2[..n], &f3[..n]];
+        let factors: [&[Score]; FIELD_COUNT] = std::array::from_fn(|f| &self.factors[f][..n]);
         p.norms.score_block(idf, tfs, factors, scores);
         scores
     }

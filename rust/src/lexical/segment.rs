@@ -6,12 +6,13 @@
 //! ```text
 //! 0     u32        doc_count
 //! 4     u32        term_count
-//! 8     4 × u64    total field lengths (heading, body, code, path), for average lengths
-//! 40    8 × {u64 offset, u64 len}   section table, offsets from payload start
-//! 168   sections:
+//! 8     5 × u64    total field lengths (heading, body, code, path, anchor), for average
+//!                  lengths
+//! 48    8 × {u64 offset, u64 len}   section table, offsets from payload start
+//! 176   sections:
 //!   0 kbids        doc_count × 16 bytes, in ordinal order (ordinal → kbid)
 //!   1 kbid order   doc_count × u32 ordinals, sorted by kbid (kbid → ordinal)
-//!   2 field lens   doc_count × 4 × u32: terms per field per doc
+//!   2 field lens   doc_count × 5 × u32: terms per field per doc
 //!   3–5            term dictionary (see `termdict`)
 //!   6 postings     (see `postings`)
 //!   7 positions    (see `postings`)
@@ -37,6 +38,8 @@ const SECTION_COUNT: usize = 8;
 /// Where the section table starts: after the counts and the field-length totals.
 const TABLE_AT: usize = 8 + FIELD_COUNT * 8;
 const HEADER_LEN: usize = TABLE_AT + SECTION_COUNT * 16;
+// The layout above, in numbers.
+const _: () = assert!(TABLE_AT == 48 && HEADER_LEN == 176);
 /// Bytes of one doc's row of field lengths.
 const LENS_ROW: usize = FIELD_COUNT * 4;
 const KBIDS: usize = 0;

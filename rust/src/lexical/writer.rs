@@ -9,7 +9,7 @@
 //! A chunk's postings are streams in one arena ([`Postings`]): per term a chain of blocks
 //! that double in size, so indexing a token allocates nothing and a batch's postings are a
 //! few large allocations instead of three growing vectors per term. A term's stream holds,
-//! per (doc, field) in which it occurs, the group `[ord, field << 30 | count, positions]`.
+//! per (doc, field) in which it occurs, the group `[ord, field << FIELD_SHIFT | count, positions]`.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
@@ -51,8 +51,10 @@ struct TermState {
     count_at: u32,
 }
 
-/// A group's second word: the field in the top bits, the count below.
-const FIELD_SHIFT: u32 = 30;
+/// A group's second word: the field in the top bits (as many as a field index needs: 3
+/// for five fields), the count below.
+const FIELD_BITS: u32 = usize::BITS - (FIELD_COUNT - 1).leading_zeros();
+const FIELD_SHIFT: u32 = 32 - FIELD_BITS;
 const COUNT_MASK: u32 = (1 << FIELD_SHIFT) - 1;
 
 /// All terms' streams of one chunk; see the module doc.
@@ -315,6 +317,11 @@ mod tests {
                         body.join(" "),
                         format!("fn f{}() {{}}", i % 5),
                         format!("guide part{}", i % 3),
+                        if i % 4 == 0 {
+                            format!("see part{}", i % 3)
+                        } else {
+                            String::new()
+                        },
                     ],
                 }
             })
@@ -338,19 +345,21 @@ mod tests {
         assert_eq!(one.1.len(), docs.len());
     }
 
-    /// A term whose stream crosses many blocks reads back whole.
+    /// A term whose stream crosses many blocks reads back whole, in every field (the
+    /// last one's index fills the field bits of a group's second word).
     #[test]
     fn long_streams_follow_their_block_links() {
         let mut p = Postings::default();
-        let n = 3 * MAX_BLOCK as usize;
+        let fields = FIELD_COUNT as u32;
+        let n = fields as usize * MAX_BLOCK as usize;
         for i in 0..n as u32 {
-            p.add(0, i / 3, (i % 3) as usize, i);
+            p.add(0, i / fields, (i % fields) as usize, i);
             p.add(1, i, 1, 7);
         }
         let mut out = TermPostings::default();
         p.read_into(0, &mut out);
-        assert_eq!(out.docs, (0..n as u32 / 3).collect::<Vec<_>>());
-        assert!(out.tfs.iter().all(|t| *t == [1, 1, 1, 0]));
+        assert_eq!(out.docs, (0..n as u32 / fields).collect::<Vec<_>>());
+        assert!(out.tfs.iter().all(|t| *t == [1; FIELD_COUNT]));
         assert_eq!(out.positions, (0..n as u32).collect::<Vec<_>>());
         let mut out = TermPostings::default();
         p.read_into(1, &mut out);

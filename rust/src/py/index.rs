@@ -11,6 +11,7 @@ use pyo3::types::PyBytes;
 use crate::error::{Error, Result};
 use crate::lexical::{
     parse_kbid, Bm25fParams, Clause, CorpusStats, Doc, GlobalStats, Hits, Index, Kbid, Query,
+    FIELD_COUNT,
 };
 use crate::text::Language;
 
@@ -19,20 +20,34 @@ pub struct PyIndex {
     inner: Arc<Index>,
 }
 
-type Section = (String, String, String, String, String);
+/// `(kbid, heading, body, code, path, anchor)`.
+type Section = (String, String, String, String, String, String);
+/// Per field, in field order (`FIELD_NAMES`): a tuple in Python.
+type PerField<T> = (T, T, T, T, T);
 /// `(docs, field totals, {term: df})`: a collection's statistics, as `Index.search` takes
 /// them and `Index.term_stats` gives each shard's part.
-type Corpus = (u64, (u64, u64, u64, u64), HashMap<String, u64>);
+type Corpus = (u64, PerField<u64>, HashMap<String, u64>);
+
+// `PerField` spells out FIELD_COUNT fields.
+const _: () = assert!(FIELD_COUNT == 5);
+
+fn from_tuple<T>(t: PerField<T>) -> [T; FIELD_COUNT] {
+    [t.0, t.1, t.2, t.3, t.4]
+}
+
+fn to_tuple<T>([a, b, c, d, e]: [T; FIELD_COUNT]) -> PerField<T> {
+    (a, b, c, d, e)
+}
 /// `(clause, term, field, score)`, as `Hits.explain` returns it.
 type ExplainPart = (u32, String, &'static str, f32);
 
 fn to_docs(sections: Vec<Section>) -> Result<Vec<Doc>> {
     sections
         .into_iter()
-        .map(|(kbid, heading, body, code, path)| {
+        .map(|(kbid, heading, body, code, path, anchor)| {
             Ok(Doc {
                 kbid: parse_kbid(&kbid)?,
-                fields: [heading, body, code, path],
+                fields: [heading, body, code, path, anchor],
             })
         })
         .collect()
@@ -130,12 +145,12 @@ impl PyIndex {
 
     #[pyo3(signature = (
         clauses, *, phrases = Vec::new(), require_all = true, limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0, 2.0), explain = false,
         common_cutoff = 0.0, corpus = None
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, phrases=(), require_all=True, limit=10, \
-        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0, corpus=None)"
+        allow=None, k1=1.2, b=(0.75, 0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0, 2.0), explain=False, common_cutoff=0.0, corpus=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search(
@@ -147,8 +162,8 @@ impl PyIndex {
         limit: i64,
         allow: Option<Vec<String>>,
         k1: f32,
-        b: (f32, f32, f32, f32),
-        weights: (f32, f32, f32, f32),
+        b: PerField<f32>,
+        weights: PerField<f32>,
         explain: bool,
         common_cutoff: f32,
         corpus: Option<Corpus>,
@@ -177,12 +192,12 @@ impl PyIndex {
     /// with `require_all=False` and no phrases; else `None`.
     #[pyo3(signature = (
         clauses, *, relaxed_below, phrases = Vec::new(), limit = 10, allow = None,
-        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0), explain = false,
+        k1 = 1.2, b = (0.75, 0.75, 0.75, 0.75, 0.75), weights = (2.0, 1.0, 1.0, 1.0, 2.0), explain = false,
         common_cutoff = 0.0, corpus = None
     ))]
     #[pyo3(
         text_signature = "(self, clauses, *, relaxed_below, phrases=(), limit=10, allow=None, \
-        k1=1.2, b=(0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0), explain=False, common_cutoff=0.0, corpus=None)"
+        k1=1.2, b=(0.75, 0.75, 0.75, 0.75, 0.75), weights=(2.0, 1.0, 1.0, 1.0, 2.0), explain=False, common_cutoff=0.0, corpus=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn search_tiers(
@@ -194,8 +209,8 @@ impl PyIndex {
         limit: i64,
         allow: Option<Vec<String>>,
         k1: f32,
-        b: (f32, f32, f32, f32),
-        weights: (f32, f32, f32, f32),
+        b: PerField<f32>,
+        weights: PerField<f32>,
         explain: bool,
         common_cutoff: f32,
         corpus: Option<Corpus>,
@@ -226,10 +241,9 @@ impl PyIndex {
         &self,
         py: Python<'_>,
         terms: Vec<String>,
-    ) -> PyResult<(u64, (u64, u64, u64, u64), Vec<u64>)> {
+    ) -> PyResult<(u64, PerField<u64>, Vec<u64>)> {
         let (stats, df) = py.detach(|| self.inner.term_stats(&terms))?;
-        let t = stats.field_totals;
-        Ok((stats.docs, (t[0], t[1], t[2], t[3]), df))
+        Ok((stats.docs, to_tuple(stats.field_totals), df))
     }
 
     fn __repr__(&self) -> String {
@@ -334,8 +348,8 @@ fn to_query(
     limit: i64,
     allow: Option<Vec<String>>,
     k1: f32,
-    b: (f32, f32, f32, f32),
-    weights: (f32, f32, f32, f32),
+    b: PerField<f32>,
+    weights: PerField<f32>,
     explain: bool,
     common_cutoff: f32,
     corpus: Option<Corpus>,
@@ -356,15 +370,15 @@ fn to_query(
         allow: allow.as_deref().map(to_kbids).transpose()?,
         params: Bm25fParams {
             k1,
-            b: [b.0, b.1, b.2, b.3],
-            weights: [weights.0, weights.1, weights.2, weights.3],
+            b: from_tuple(b),
+            weights: from_tuple(weights),
         },
         explain,
         common_cutoff,
         corpus: corpus.map(|(docs, t, df)| GlobalStats {
             stats: CorpusStats {
                 docs,
-                field_totals: [t.0, t.1, t.2, t.3],
+                field_totals: from_tuple(t),
             },
             df,
         }),

@@ -12,7 +12,7 @@ mod vector;
 
 use pyo3::prelude::*;
 
-use crate::lexical::{FIELD_BODY, FIELD_CODE, FIELD_HEADING, FIELD_PATH};
+use crate::lexical::{FIELD_ANCHOR, FIELD_BODY, FIELD_CODE, FIELD_HEADING, FIELD_PATH};
 use crate::text::LANGUAGES;
 
 /// The analyzer's languages as `(English name, ISO 639-1 code)`, by name.
@@ -28,6 +28,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FIELD_BODY", FIELD_BODY)?;
     m.add("FIELD_CODE", FIELD_CODE)?;
     m.add("FIELD_PATH", FIELD_PATH)?;
+    m.add("FIELD_ANCHOR", FIELD_ANCHOR)?;
     m.add_function(wrap_pyfunction!(languages, m)?)?;
     m.add_class::<analyzer::PyAnalyzer>()?;
     m.add_class::<index::PyIndex>()?;

@@ -7,7 +7,7 @@ pub mod scifact;
 
 use std::collections::HashMap;
 
-use kbdb_core::lexical::{Clause, Doc, Kbid, Query};
+use kbdb_core::lexical::{Clause, Doc, Kbid, Query, FIELD_COUNT};
 use kbdb_core::text::Analyzer;
 
 /// A small xorshift generator: deterministic test data without extra dependencies.
@@ -62,7 +62,7 @@ fn text(rng: &mut Rng, max_words: usize, skew: bool) -> String {
 }
 
 /// Fields per section, as the engine has them.
-pub const F: usize = 4;
+pub const F: usize = FIELD_COUNT;
 
 pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
     (0..n)
@@ -73,6 +73,12 @@ pub fn random_docs(rng: &mut Rng, first_id: u64, n: usize) -> Vec<Doc> {
                 text(rng, 30, true),
                 text(rng, 6, false),
                 text(rng, 3, false),
+                // Anchor text: most sections have none.
+                if rng.below(4) == 0 {
+                    text(rng, 4, false)
+                } else {
+                    String::new()
+                },
             ],
         })
         .collect()

@@ -78,6 +78,7 @@ pub fn load() -> Option<SciFact> {
                     field(&v, "text"),
                     String::new(),
                     String::new(),
+                    String::new(),
                 ],
             }
         })
