@@ -47,7 +47,6 @@ TABLES = (
     "docid TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,"
     " PRIMARY KEY (docid, kind, key)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS document_names_key ON document_names(key)",
-    "CREATE TABLE IF NOT EXISTS section_anchors (kbid TEXT PRIMARY KEY, text TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS links_dirty (docid TEXT PRIMARY KEY) WITHOUT ROWID",
     "CREATE TRIGGER IF NOT EXISTS links_dirty_link_added AFTER INSERT ON document_sections"
     " BEGIN INSERT OR IGNORE INTO links_dirty(docid) VALUES (NEW.docid); END",
