@@ -208,7 +208,8 @@ def start_of(content: str, width: int = SNIPPET_CHARS) -> str:
     if len(text) <= width:
         return text
     cut = text[: width - 1]
-    space = cut.rfind(" ")
-    if space >= width // 2:
-        cut = cut[:space]
+    if text[width - 1] != " ":  # the cut is inside a word: back to its start, if near
+        space = cut.rfind(" ")
+        if space >= width // 2:
+            cut = cut[:space]
     return cut.rstrip() + "…"
