@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §10): the tools (all 19, or the ``--tools`` selection), resources,
+"""The MCP server (SPEC §10): the tools (all 21, or the ``--tools`` selection), resources,
 the ``kbdb-memory`` prompt and completions, over the official SDK's low-level ``Server``.
 
 The low-level server is used (rather than ``MCPServer``) because the tools need exact,

@@ -437,7 +437,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Sections near one: its siblings, then by meaning or shared keywords.",
+        "Sections near one: its siblings, linked notes, then by meaning or shared keywords.",
         {"kbid": KBID, "limit": _int(default=10, minimum=1, maximum=MAX_LIMIT)},
         ("kbid",),
         RelatedResult,
