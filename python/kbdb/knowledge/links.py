@@ -28,7 +28,6 @@ from kbdb.types import (
 if TYPE_CHECKING:
     from kbdb.context import Context
 
-DEFAULT_NEIGHBOURS = 5
 MAX_NEIGHBOURS = 20
 SNIPPET_CHARS = 200
 """The start of a neighbour's text that ``context`` gives: enough to tell what it is."""
