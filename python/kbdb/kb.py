@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kbdb.maintenance.service import Maintenance
     from kbdb.types import (
         CheckReport,
+        ContextResult,
         ContradictionsResult,
         DocumentList,
         ExportReport,
@@ -430,9 +431,29 @@ class KnowledgeBase:
         """The links of other sections that resolve to a document (or one section)."""
         return self._links().backlinks(docid, kbid)
 
+    def search_context(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        limit: int | None = None,
+        neighbours: int = 5,
+    ) -> ContextResult:
+        """A search (as :meth:`search`) whose every hit comes with at most ``neighbours``
+        (1–20) sections one link away: where the hit's section links (``out``) and what
+        links to it (``in``), then the same for its documents; each with its heading,
+        the link's label and the start of its text: the notes around each hit in one call
+        (the MCP tool ``context``). ``context`` itself is this object's ``Context``."""
+        from kbdb.knowledge.links import check_neighbours
+
+        check_neighbours(neighbours)  # before the search, which it would waste
+        found = self.search(query, mode=mode, limit=limit)
+        return self._links().context(found, neighbours)
+
     def related(self, kbid: str, *, limit: int = 10) -> RelatedResult:
-        """Sections close to ``kbid``: its siblings first, then its nearest neighbours by
-        vector when the vector index is fresh, else by a lexical search."""
+        """Sections close to ``kbid``: its siblings first, then the sections one link
+        away from it (``link``), then its nearest neighbours by vector when the vector
+        index is fresh, else by a lexical search."""
         return self._lifecycle().related(kbid, limit)
 
     # -- contradictions and skills -------------------------------------------------------

@@ -1,5 +1,5 @@
-"""The 19 tools (``--tools all``) over a real stdio session: the list, a successful call of
-each, and errors.
+"""Every tool (``--tools all``: the 19 of SPEC §10, with links and context) over a real
+stdio session: the list, a successful call of each, and errors.
 
 Every successful call is also checked by the SDK client itself against the tool's declared
 output schema (``ClientSession.call_tool`` validates ``structuredContent``).
@@ -15,7 +15,8 @@ from tests.mcp.conftest import ALL_TOOLS, connect
 
 pytestmark = pytest.mark.anyio
 
-# SPEC §10: tool, title, readOnly, destructive, idempotent (openWorld is false for all).
+# SPEC §10 (with links and context): tool, title, readOnly, destructive, idempotent
+# (openWorld is false for all).
 TABLE = [
     ("search", "Search Knowledge", True, False, True),
     ("recall", "Recall Sections", True, False, True),
@@ -27,6 +28,8 @@ TABLE = [
     ("outline", "Document Outline", True, False, True),
     ("tags", "List Tags", True, False, True),
     ("related", "Related Sections", True, False, True),
+    ("links", "Note Links", True, False, True),
+    ("context", "Search With Context", True, False, True),
     ("stats", "Knowledge Stats", True, False, True),
     ("check", "Integrity Check", True, False, True),
     ("gc", "Garbage Collect", False, True, False),
@@ -39,7 +42,7 @@ TABLE = [
 ]
 
 
-async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
+async def test_initialize_and_every_tool(kbdir: Path, tmp_path: Path) -> None:
     async with connect(kbdir, tmp_path / "err.log", *ALL_TOOLS) as c:
         assert c.init is not None and c.init.server_info.name == "kbdb"
         assert "short keyword queries" in (c.init.instructions or "")
@@ -51,12 +54,14 @@ async def test_initialize_and_the_19_tools(kbdir: Path, tmp_path: Path) -> None:
             t = tools[name]
             a = t.annotations
             assert a is not None
-            assert (t.title, a.title) == (title, title)
-            assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint) == (
-                read_only,
-                destructive,
-                idempotent,
-            ), name
+            # The title once, in the annotations, which clients show before the name.
+            assert (t.title, a.title) == (None, title)
+            assert a.read_only_hint is read_only, name
+            if read_only:
+                # The protocol defines these only for tools that write.
+                assert (a.destructive_hint, a.idempotent_hint) == (None, None), name
+            else:
+                assert (a.destructive_hint, a.idempotent_hint) == (destructive, idempotent), name
             assert a.open_world_hint is False
             assert t.input_schema["type"] == "object"
             assert t.input_schema["additionalProperties"] is False
@@ -129,6 +134,10 @@ async def test_every_tool_succeeds(kbdir: Path, tmp_path: Path) -> None:
         assert {"db", "cache"} <= {t["tag"] for t in tags["tags"]}
         related = await c.ok("related", {"kbid": revised["kbid"], "limit": 5})
         assert related["kbid"] == revised["kbid"]
+        links = await c.ok("links", {"docid": "db-notes", "direction": "in"})
+        assert (links["direction"], links["items"]) == ("in", [])
+        around = await c.ok("context", {"query": "redis sessions", "neighbours": 2})
+        assert around["items"][0]["docids"] == ["cache-notes"]
 
         stats = await c.ok("stats")
         assert stats["documents"] >= 3 and stats["path"] == str(kbdir)
@@ -181,6 +190,8 @@ async def test_errors_are_structured(kbdir: Path, tmp_path: Path) -> None:
             ("revise", {"kbid": missing, "content": "x"}),
             ("related", {"kbid": missing}),
             ("outline", {"docid": "no-such-doc"}),
+            ("links", {"docid": "no-such-doc"}),
+            ("links", {"kbid": missing, "direction": "in"}),
             ("skill-get", {"name": "no-such-skill"}),
         ):
             assert (await c.error(tool, args))["code"] == "NOT_FOUND", tool
@@ -211,6 +222,10 @@ async def test_invalid_arguments_name_the_field(kbdir: Path, tmp_path: Path) -> 
             ("forget", {}, "'kbids' or 'docid'"),
             ("documents", {"limit": 1000}, "argument 'limit'"),
             ("related", {"kbid": "x", "limit": 0}, "argument 'limit'"),
+            ("links", {"docid": "x", "direction": "up"}, "argument 'direction'"),
+            ("links", {}, "name a document or a section"),
+            ("context", {"query": "x", "neighbours": 21}, "argument 'neighbours'"),
+            ("context", {"query": ""}, "argument 'query'"),
             ("gc", {"older_than_days": -1}, "argument 'older_than_days'"),
             ("contradictions", {"threshold": 2}, "argument 'threshold'"),
             ("export", {"path": ""}, "argument 'path'"),

@@ -49,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "outline": ("lifecycle", "outline", "A document's heading tree."),
     "tags": ("lifecycle", "tags", "Every tag, with its count."),
     "related": ("lifecycle", "related", "Sections close to a section."),
+    "links": ("links", "links", "The links a document makes."),
+    "backlinks": ("links", "backlinks", "The notes that link to a document."),
     "stats": ("read", "stats", "Counts, sizes and index state."),
     # maintenance: check, gc (rebuild follows), then export, import
     "check": ("maintain", "check", "Verify the database and the index files."),

@@ -1,5 +1,5 @@
 """Correcting and navigating knowledge (SPEC §5): revise, history, forget, documents,
-outline, tags and related.
+outline, tags and related (siblings, then links, then neighbours by vector or words).
 
 Writes take the writer lock, change the database through ``kbdb.store.lifecycle`` (which
 retires with ``superseded_by`` and writes change-log rows like a learn does), then catch
@@ -21,6 +21,7 @@ from kbdb.errors import ContentTooLargeError, InvalidArgumentError, NotFoundErro
 from kbdb.index.vectors import embedding_text, text_sha
 from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
+from kbdb.knowledge import links
 from kbdb.learn.items import utc_now
 from kbdb.search.lexical import Filters
 from kbdb.store import NewSection, history
@@ -388,21 +389,36 @@ class Lifecycle:
             if kbid not in rows:
                 raise NotFoundError(f"no section {kbid!r}", hint="kbids come from search results")
             r = rows[kbid]
+            docids = q.live_docids_of(conn, [kbid]).get(kbid, [])
             siblings: list[str] = []
-            for docid in q.live_docids_of(conn, [kbid]).get(kbid, []):
+            for docid in docids:
                 siblings += [
                     k
                     for k in _siblings(sl.document_headings(conn, docid), kbid)
                     if k not in siblings
                 ]
             siblings = siblings[:limit]
-            sib_rows = q.sections(conn, siblings)
-            sib_docs = q.live_docids_of(conn, siblings)
+            linked: list[str] = []
+            if len(siblings) < limit:
+                for n in links.linked(conn, kbid, docids):
+                    if n.kbid not in siblings:
+                        linked.append(n.kbid)
+                        if len(siblings) + len(linked) == limit:
+                            break
+            near = [*siblings, *linked]
+            near_rows = q.sections(conn, near)
+            near_docs = q.live_docids_of(conn, near)
         items = [
-            RelatedItem(k, sib_rows[k]["heading"], tuple(sib_docs.get(k, ())), "sibling", None)
-            for k in siblings
+            RelatedItem(
+                k,
+                near_rows[k]["heading"],
+                tuple(near_docs.get(k, ())),
+                "sibling" if n < len(siblings) else "link",
+                None,
+            )
+            for n, k in enumerate(near)
         ]
-        exclude = {kbid, *siblings}
+        exclude = {kbid, *near}
         want = limit - len(items)
         text = embedding_text(r["heading"], r["content"], r["type"], r["title"], r["description"])
         neighbours = self._vector_neighbours(text, want, exclude) if text is not None else None

@@ -72,6 +72,15 @@ GUIDE: tuple[tuple[tuple[str, ...], str], ...] = (
         ("outline", "recall"),
         "   For a long document, `outline` it first and recall just the parts you need.",
     ),
+    (
+        ("context",),
+        "   For the notes around a topic, `context` searches and gives each hit the notes "
+        "it links to and those that link to it.",
+    ),
+    (
+        ("links",),
+        '   `links` lists a document\'s links; with direction "in", the notes linking to it.',
+    ),
     ((), ""),
     (
         ("learn",),

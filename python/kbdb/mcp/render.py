@@ -1,8 +1,9 @@
 """Compact text for tool results: what a model reads when its client shows only ``content``.
 
 The structured result (``structuredContent``) is always the full ``to_dict()``. The text is a
-short rendering of the same data for the tools an agent calls most (search, recall, learn),
-and compact JSON for the rest, so no client loses information.
+short rendering of the same data for the tools an agent calls most (search, recall, learn)
+and for the link tools (links, context), and compact JSON for the rest, so no client loses
+information.
 """
 
 from __future__ import annotations
@@ -119,4 +120,62 @@ def _learn(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_RENDERERS = {"search": _search, "recall": _recall, "learn": _learn}
+def _place(docid: str | None, heading: str | None) -> str:
+    """``docid › heading`` (the heading left out when the section has none)."""
+    return f"{docid} › {heading}" if heading else str(docid)
+
+
+def _written(link: dict[str, Any]) -> str:
+    """``kind target#fragment|label``: the link as written, and what kind it is."""
+    text = link["target"] + (f"#{link['fragment']}" if link["fragment"] else "")
+    return f"{link['kind']} {text}" + (f"|{link['label']}" if link["label"] else "")
+
+
+def _links(d: dict[str, Any]) -> str:
+    """A line per link: where it is (document, line, section), the link as written, and
+    where it goes (out: its status and target; in: the heading it names)."""
+    named = d["docid"] if d["kbid"] is None else d["kbid"]
+    what = "links of" if d["direction"] == "out" else "backlinks of"
+    lines = [f"{len(d['items'])} {what} {named}"]
+    for it in d["items"]:
+        at = it["from_docid"] + (f":{it['line']}" if it["line"] is not None else "")
+        where = f"{at} ({it['from_heading']}; kbid {it['from_kbid']})"
+        if it["from_heading"] == "":
+            where = f"{at} (kbid {it['from_kbid']})"
+        if d["direction"] == "out":
+            goes = it["status"]
+            if it["to_docid"] is not None:
+                goes += f" -> {_place(it['to_docid'], it['to_heading'])} [kbid {it['to_kbid']}]"
+            lines.append(f"- {where} {_written(it)}: {goes}")
+        else:
+            lines.append(f"- {where} {_written(it)} -> {_place(it['to_docid'], it['to_heading'])}")
+    return "\n".join(lines)
+
+
+def _context(d: dict[str, Any]) -> str:
+    """Each hit as ``search`` shows it, then its neighbours, a line each: ``->`` a note
+    it links to, ``<-`` one that links to it."""
+    lines = [f"verdict: {d['retrieval_verdict']} · method: {d['retrieval_method']}"]
+    for i, it in enumerate(d["items"], start=1):
+        meta = f"kbid {it['kbid']}; doc {','.join(it['docids'])}; confidence {it['confidence']:.2f}"
+        lines.append(f"{i}. {it['heading'] or '(no heading)'} [{meta}]")
+        if it["snippet"]:
+            lines.append("   " + " ".join(it["snippet"].split()))
+        for n in it["neighbours"]:
+            arrow = "->" if n["relation"] == "out" else "<-"
+            label = f' "{n["label"]}"' if n["label"] else ""
+            lines.append(f"   {arrow} {_place(n['docid'], n['heading'])}{label} [kbid {n['kbid']}]")
+            if n["snippet"]:
+                lines.append(f"      {n['snippet']}")
+    if d["retrieval_verdict"] == "unanswered":
+        lines.append("nothing relevant is stored: investigate, do not guess.")
+    return "\n".join(lines)
+
+
+_RENDERERS = {
+    "search": _search,
+    "recall": _recall,
+    "learn": _learn,
+    "links": _links,
+    "context": _context,
+}

@@ -42,7 +42,7 @@ def output_schema(cls: type) -> JsonSchema:
     a nullable scalar (or plain object) is a type list, not an ``anyOf``.
     """
     defs: dict[str, JsonSchema] = {}
-    root = _object(cls, defs, _recursive(cls))
+    root = {"type": "object", **_object(cls, defs, _recursive(cls))}
     if defs:
         root["$defs"] = defs
     return root
@@ -71,9 +71,11 @@ def _recursive(root: type) -> set[type]:
 
 
 def _object(cls: type, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonSchema:
+    """``properties`` alone: below the root, which MCP wants typed, ``"type": "object"``
+    would only repeat what the properties say, once per nested object of every tool."""
     hints = typing.get_type_hints(cls)
     props = {f.name: _schema(hints[f.name], defs, recursive) for f in dataclasses.fields(cls)}
-    return {"type": "object", "properties": props}
+    return {"properties": props}
 
 
 def _schema(tp: Any, defs: dict[str, JsonSchema], recursive: set[type]) -> JsonSchema:

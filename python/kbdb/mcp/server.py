@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §10): the tools (all 19, or the ``--tools`` selection), resources,
+"""The MCP server (SPEC §10): the tools (all 21, or the ``--tools`` selection), resources,
 the ``kbdb-memory`` prompt and completions, over the official SDK's low-level ``Server``.
 
 The low-level server is used (rather than ``MCPServer``) because the tools need exact,
@@ -223,22 +223,32 @@ def summarise(report: dict[str, Any]) -> str:
 
 
 def tool_definitions(tools: tuple[ToolSpec, ...]) -> tuple[types.Tool, ...]:
+    """The tools as ``tools/list`` sends them. Each says what it means once, since every
+    session carries the list (docs/mcp.md, "Two tool surfaces"): the title only in the
+    annotations (which clients show before the name, and which clients of the 2025-03-26
+    protocol know), and a read-only tool without ``destructiveHint`` and
+    ``idempotentHint``, which the protocol defines only for tools that write."""
     return tuple(
         types.Tool(
             name=spec.name,
-            title=spec.title,
             description=spec.description,
             input_schema=spec.input_schema,
             output_schema=output_schema(spec.result),
-            annotations=types.ToolAnnotations(
-                title=spec.title,
-                read_only_hint=spec.read_only,
-                destructive_hint=spec.destructive,
-                idempotent_hint=spec.idempotent,
-                open_world_hint=False,
-            ),
+            annotations=_annotations(spec),
         )
         for spec in tools
+    )
+
+
+def _annotations(spec: ToolSpec) -> types.ToolAnnotations:
+    if spec.read_only:
+        return types.ToolAnnotations(title=spec.title, read_only_hint=True, open_world_hint=False)
+    return types.ToolAnnotations(
+        title=spec.title,
+        read_only_hint=False,
+        destructive_hint=spec.destructive,
+        idempotent_hint=spec.idempotent,
+        open_world_hint=False,
     )
 
 

@@ -1,5 +1,6 @@
-"""The 19 MCP tools (SPEC §10): names, titles, annotations, input schemas, descriptions, and
-the facade call each one makes; and which of them a server offers (``kbdb mcp --tools``).
+"""The MCP tools (the 19 of SPEC §10, with ``links`` and ``context``): names, titles,
+annotations, input schemas, descriptions, and the facade call each one makes; and which of
+them a server offers (``kbdb mcp --tools``).
 
 Descriptions are written for the agent reading them: they say when to use the tool and how
 to use it well (the seed's guidance), not how it is implemented. Every client receives the
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kbdb.errors import InvalidArgumentError
 from kbdb.types import (
     CheckReport,
+    ContextResult,
     ContradictionsResult,
     DocumentList,
     ExportReport,
@@ -27,6 +29,7 @@ from kbdb.types import (
     GcReport,
     HistoryResult,
     LearnReport,
+    LinksResult,
     Outline,
     RebuildReport,
     RecallResult,
@@ -215,6 +218,17 @@ def _export(kb: KnowledgeBase, a: Args) -> Any:
     if not path.is_absolute():
         path = kb.path.parent / path
     return kb.export(str(path), progress=a.get(PROGRESS))
+
+
+def _links(kb: KnowledgeBase, a: Args) -> Any:
+    listed = kb.backlinks if a.get("direction") == "in" else kb.links
+    return listed(a.get("docid"), kbid=a.get("kbid"))
+
+
+def _context(kb: KnowledgeBase, a: Args) -> Any:
+    return kb.search_context(
+        a["query"], mode=a.get("mode"), limit=a.get("limit"), neighbours=a.get("neighbours", 5)
+    )
 
 
 def _skill_learn(kb: KnowledgeBase, a: Args) -> Any:
@@ -423,11 +437,44 @@ TOOLS: tuple[ToolSpec, ...] = (
         True,
         False,
         True,
-        "Sections near one: its siblings, then by meaning or shared keywords.",
+        "Sections near one: its siblings, linked notes, then by meaning or shared keywords.",
         {"kbid": KBID, "limit": _int(default=10, minimum=1, maximum=MAX_LIMIT)},
         ("kbid",),
         RelatedResult,
         _method("related", "limit", positional="kbid"),
+    ),
+    ToolSpec(
+        "links",
+        "Note Links",
+        True,
+        False,
+        True,
+        "A docid's or kbid's links (out) or backlinks (in): line, status, target section.",
+        {
+            "docid": ID,
+            "kbid": KBID,
+            "direction": {"type": "string", "enum": ["out", "in"], "default": "out"},
+        },
+        (),
+        LinksResult,
+        _links,
+    ),
+    ToolSpec(
+        "context",
+        "Search With Context",
+        True,
+        False,
+        True,
+        "Search; each hit comes with the notes it links to (out) and that link to it (in).",
+        {
+            "query": _str(minLength=1),
+            "mode": {"type": "string", "enum": MODES, "default": "lexical"},
+            "limit": _int(default=10, minimum=1, maximum=MAX_LIMIT),
+            "neighbours": _int("Per hit.", default=5, minimum=1, maximum=20),
+        },
+        ("query",),
+        ContextResult,
+        _context,
     ),
     ToolSpec(
         "stats",
@@ -614,8 +661,9 @@ def select(text: str, *, sharded: bool = False) -> tuple[str, ...]:
 def tools_for(config: Config | None, names: tuple[str, ...] = CORE) -> tuple[ToolSpec, ...]:
     """The tools ``names`` (from :func:`select`) as a knowledge base with ``config`` serves
     them: the search tool's description names the mode a search gets when it names none,
-    its schema gives that mode as the default of ``mode`` and ``search_mode``, and a search
-    in it runs on the event loop only when it is lexical. ``config`` None (``worker.toml``
+    its schema gives that mode as the default of ``mode`` and ``search_mode`` (and the
+    context tool's of ``mode``), and a search in it runs on the event loop only when it is
+    lexical. ``config`` None (``worker.toml``
     does not validate, so every call reports CONFIG_INVALID): as in :data:`TOOLS`, which
     name no configured mode."""
     chosen = tuple(t for t in TOOLS if t.name in names)
@@ -643,4 +691,9 @@ def tools_for(config: Config | None, names: tuple[str, ...] = CORE) -> tuple[Too
             (a.get("mode") or a.get("search_mode") or mode) == "lexical" and "as_of" not in a
         ),
     )
-    return tuple(search if t.name == "search" else t for t in chosen)
+    ctx = BY_NAME["context"]
+    context = replace(
+        ctx, properties={**ctx.properties, "mode": {**ctx.properties["mode"], "default": mode}}
+    )
+    served = {"search": search, "context": context}
+    return tuple(served.get(t.name, t) for t in chosen)

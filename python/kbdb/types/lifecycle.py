@@ -90,13 +90,16 @@ class TagList(Record):
 
 @dataclass(frozen=True)
 class RelatedItem(Record):
-    """``score`` is the cosine for ``vector``, the BM25F score for ``lexical``, and None
-    for a ``sibling`` (siblings come first by position, not by score)."""
+    """``relation``: ``sibling`` (same document, same parent heading), ``link`` (one
+    link away: the section or its document links to it, or it links to them), or the
+    ``vector`` or ``lexical`` neighbours that follow. ``score`` is the cosine for
+    ``vector``, the BM25F score for ``lexical``, and None for a ``sibling`` or a ``link``
+    (they come first by position, not by score)."""
 
     kbid: str
     heading: str
     docids: tuple[str, ...]
-    relation: Literal["sibling", "vector", "lexical"]
+    relation: Literal["sibling", "link", "vector", "lexical"]
     score: float | None
 
 

@@ -236,8 +236,9 @@ def tags() -> int:
 @global_options
 def related(kbid: str, limit: int) -> int:
     """Sections close to KBID: its siblings (same document, same parent heading) first,
-    then its nearest neighbours by vector when the vector index is fresh, else by a
-    lexical search on its heading and salient words."""
+    then the sections one link away (where it and its document link, and what links to
+    them), then its nearest neighbours by vector when the vector index is fresh, else by
+    a lexical search on its heading and salient words."""
     from rich import box
     from rich.table import Table
 

@@ -62,7 +62,7 @@ def mcp(
     collection: Path | None,
     ray: str | None,
 ) -> int:
-    """Serve MCP: the core tools (search, recall, learn, revise, forget) or all 19 with
+    """Serve MCP: the core tools (search, recall, learn, revise, forget) or all 21 with
     '--tools all', resources and a memory prompt.
 
     Over stdio (the default) an MCP client such as Claude Desktop or Claude Code starts
