@@ -50,7 +50,7 @@ IndexDoc = tuple[str, str, str, str, str, str]
 def index_doc(row: q.IndexRow, anchors: Mapping[str, str]) -> IndexDoc:
     """The indexed texts of a section's row (read with ``place=True``), with its anchor
     text from ``anchors`` (``queries.anchor_texts``; none: empty)."""
-    kbid, heading, content, type, title, description, _, key, doc_title, doc_path = row
+    kbid, heading, content, type, title, description, _, key, doc_title, doc_path, aliases = row
     fields = index_fields(
         heading,
         content,
@@ -59,6 +59,7 @@ def index_doc(row: q.IndexRow, anchors: Mapping[str, str]) -> IndexDoc:
         description,
         (key, doc_title, doc_path),
         anchor=anchors.get(kbid, ""),
+        aliases=aliases.split("\n") if aliases else (),
     )
     return (kbid, *fields)
 

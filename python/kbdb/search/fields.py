@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
 
 from kbdb.search.codefields import CODE_TYPES, code_fields
 
@@ -70,24 +71,32 @@ def index_fields(
     place: tuple[str | None, str | None, str | None] = (None, None, None),
     *,
     anchor: str = "",
+    aliases: Sequence[str] = (),
 ) -> tuple[str, str, str, str, str]:
     """The (heading, body, code, path, anchor) texts the lexical index sees for one
     section. ``place`` is (source key, document title, document source path); ``anchor``
-    the section's anchor text (``kbdb.store.queries.anchor_texts``)."""
+    the section's anchor text (``kbdb.store.queries.anchor_texts``); ``aliases`` its
+    document's front-matter aliases."""
     head = " ".join(p for p in (heading, title if title and title != heading else None) if p)
     return (
         head,
         *body_fields(content, type, description),
-        path_field(heading, *place),
+        path_field(heading, *place, aliases=aliases),
         anchor,
     )
 
 
 def path_field(
-    heading: str, source_key: str | None, doc_title: str | None, source_path: str | None
+    heading: str,
+    source_key: str | None,
+    doc_title: str | None,
+    source_path: str | None,
+    *,
+    aliases: Sequence[str] = (),
 ) -> str:
-    """The ``path`` text: the file's name, the document title and the ancestors' headings,
-    each once, without the section's own heading (which is the ``heading`` field)."""
+    """The ``path`` text: the file's name, the document title, its aliases and the
+    ancestors' headings, each once, without the section's own heading (which is the
+    ``heading`` field)."""
     parts: list[str] = []
     ancestors: list[str] = []
     if source_key and "#" in source_key:
@@ -104,6 +113,7 @@ def path_field(
             parts.append(stem)
     if doc_title and doc_title != heading and doc_title not in ancestors:
         parts.append(doc_title)
+    parts.extend(a for a in dict.fromkeys(aliases) if a not in parts)
     parts.extend(ancestors)
     return " ".join(parts)
 

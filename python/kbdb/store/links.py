@@ -137,6 +137,13 @@ def set_names(
     )
     if have == want:
         return False
+    if {w for w in have if w[0] == "alias"} != {w for w in want if w[0] == "alias"}:
+        # The aliases are in every section's ``path`` field: re-index them.
+        conn.execute(
+            "INSERT INTO changelog(op, kbid) SELECT 'add', kbid FROM document_sections"
+            " WHERE docid = ? AND live = 1",
+            (docid,),
+        )
     conn.execute("DELETE FROM document_names WHERE docid = ?", (docid,))
     conn.executemany(
         "INSERT OR IGNORE INTO document_names(docid, kind, key, name) VALUES (?, ?, ?, ?)",
@@ -157,7 +164,11 @@ def names_of(conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, tuple
             f" AND docid IN ({marks})",
             chunk,
         ):
-            out.setdefault(docid, []).append(name)
+            names = out.setdefault(docid, [])
+            names.append(name)
+            tail = name.rstrip("/").rpartition("/")[2].strip()
+            if tail and tail != name:
+                names.append(tail)  # an alias that is an old path names by its last part
     return {d: tuple(sorted(set(n))) for d, n in out.items()}
 
 

@@ -53,34 +53,60 @@ def changed_kbids(conn: sqlite3.Connection, since: int) -> list[str]:
 
 
 IndexRow = tuple[
-    str, str, str, str, str | None, str | None, bool, str | None, str | None, str | None
+    str,
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    bool,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
 ]
 """(kbid, heading, content, type, title, description, live, source_key, document title,
-document source path). The last three, the section's place, are read only when asked
-for (``place=True``, the lexical index's ``path`` field; None otherwise): the document is
-the section's first live link's (or, for a retired section, its first link's)."""
+document source path, document aliases). The last four, the section's place, are read
+only when asked for (``place=True``, the lexical index's ``path`` field; None otherwise):
+the document is the section's first live link's (or, for a retired section, its first
+link's). The aliases are one text, a line each (None: none)."""
 
 _SECTION_COLUMNS = (
     "s.kbid, s.heading, s.content, s.type, s.title, s.description, s.retired_at IS NULL"
 )
 # With the section's place: its source key and its first document's title and path.
 _PLACE_COLUMNS = (
-    f"{_SECTION_COLUMNS}, s.source_key, d.title, d.source_path"
+    f"{_SECTION_COLUMNS}, s.source_key, d.title, d.source_path, {{aliases}}"
     " FROM sections s LEFT JOIN documents d ON d.docid = ("
     "SELECT ds.docid FROM document_sections ds WHERE ds.kbid = s.kbid"
     " ORDER BY ds.live DESC, ds.id LIMIT 1)"
 )
-_PLAIN_COLUMNS = f"{_SECTION_COLUMNS}, NULL, NULL, NULL FROM sections s"
+_PLAIN_COLUMNS = f"{_SECTION_COLUMNS}, NULL, NULL, NULL, NULL FROM sections s"
+_ALIASES = (
+    "(SELECT group_concat(n.name, char(10)) FROM document_names n"
+    " WHERE n.docid = d.docid AND n.kind = 'alias')"
+)
+
+
+def _columns(conn: sqlite3.Connection, place: bool) -> str:
+    """The columns of an index row. A knowledge base no kbdb with names has written to
+    yet (its first write adds the table) has no aliases."""
+    if not place:
+        return _PLAIN_COLUMNS
+    names = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_names'"
+    ).fetchone()
+    return _PLACE_COLUMNS.format(aliases=_ALIASES if names else "NULL")
 
 
 def _index_row(r: sqlite3.Row | tuple[Any, ...]) -> IndexRow:
-    return (r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9])
+    return (r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8], r[9], r[10])
 
 
 def index_rows(
     conn: sqlite3.Connection, kbids: Sequence[str], *, place: bool = False
 ) -> list[IndexRow]:
-    columns = _PLACE_COLUMNS if place else _PLAIN_COLUMNS
+    columns = _columns(conn, place)
     out: list[IndexRow] = []
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
@@ -96,7 +122,7 @@ def iter_live_index_rows(
     conn: sqlite3.Connection, batch: int = 5000, *, place: bool = False
 ) -> Iterator[list[IndexRow]]:
     """All live sections, in batches, for a full rebuild."""
-    columns = _PLACE_COLUMNS if place else _PLAIN_COLUMNS
+    columns = _columns(conn, place)
     cur = conn.execute(f"SELECT {columns} WHERE s.retired_at IS NULL ORDER BY s.rowid")
     while True:
         rows = cur.fetchmany(batch)
