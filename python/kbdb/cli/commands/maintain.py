@@ -30,7 +30,8 @@ def _render_check(res: CheckReport) -> None:
         table.add_column("kbid / docid", overflow="fold")
         table.add_column("detail", ratio=1)
         for level, i in issues:
-            where = " ".join(x for x in (i.kbid, i.docid) if x)
+            doc = i.docid if i.docid is None or i.line is None else f"{i.docid}:{i.line}"
+            where = " ".join(x for x in (i.kbid, doc) if x)
             style = "red" if level == "error" else "yellow"
             table.add_row(f"[{style}]{level}[/]", i.code, where, i.detail)
         out.print(table)
