@@ -186,6 +186,26 @@ def test_forgetting_a_note_leaves_its_backlinks_dangling(vault: kbdb.KnowledgeBa
     assert {w.line for w in dangling if w.docid == "Home.md"} >= {3, 4, 5, 6}
 
 
+def test_revising_a_section_keeps_its_links(kb: kbdb.KnowledgeBase, tmp_path: Path) -> None:
+    """A revised section's links are those of its new content, as if it had been learned."""
+    learned(
+        kb,
+        tmp_path / "v",
+        {
+            "Home.md": "# Home\n\nTo [[Guide]].\n",
+            "Guide.md": "# Guide\n\nThe guide.\n",
+            "Other.md": "# Other\n\nAnother note.\n",
+        },
+    )
+    (item,) = out(kb, "Home.md")
+    kb.revise(item.from_kbid, "To [[Other]] and [[Guide]] now.")
+    assert [(i.target, i.status, i.to_docid) for i in out(kb, "Home.md")] == [
+        ("Other", "resolved", "Other.md"),
+        ("Guide", "resolved", "Guide.md"),
+    ]
+    assert [i.from_docid for i in kb.backlinks("Other.md").items] == ["Home.md"]
+
+
 def test_links_survive_export_then_import(vault: kbdb.KnowledgeBase, tmp_path: Path) -> None:
     vault.export(tmp_path / "snapshot")
     other = kbdb.KnowledgeBase.init(tmp_path / "other")

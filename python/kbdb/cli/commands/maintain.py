@@ -49,8 +49,9 @@ def check() -> int:
     between sections and documents, field types, cycles, divergent versions, and the index
     files against their checksums.
 
-    Warns when an index is behind the database or the vector index is stale. Exits 1 when
-    any error is found.
+    Warns when an index is behind the database or the vector index is stale, of links
+    between notes that lead nowhere, out of the tree, to one of several notes or to a
+    missing heading, and of notes nothing links to. Exits 1 when any error is found.
     """
     st = state()
     with st.open() as kb, count_progress(st.interactive, "checking", "sections") as progress:
