@@ -128,9 +128,12 @@ def test_import_into_a_base_that_was_written_before(
 ) -> None:
     """The imported documents get their names in the import's transaction, whatever the
     knowledge base did before; links to them from notes learned later resolve."""
-    other.learn("# Earlier\n\nA note of this base.\n", docid="earlier")
+    other.learn("# Earlier\n\nA note of this base, to [[Manual]].\n", docid="earlier.md")
+    assert other.links("earlier.md").items[0].status == "dangling"
     linked.export(tmp_path / "snap")
     other.import_snapshot(tmp_path / "snap")
+    # A link of this base to a note of the snapshot resolves in the import.
+    assert other.links("earlier.md").items[0].to_docid == "guide/Guide.md"
     assert link_view(other)["links"]["Reader.md"] == link_view(linked)["links"]["Reader.md"]
     other.learn("# Later\n\nTo [[Manual]] and [[Home]].\n", docid="later.md")
     assert [(i.status, i.to_docid) for i in other.links("later.md").items] == [
