@@ -86,7 +86,7 @@ def test_section_file_format(rich_kb: kbdb.KnowledgeBase, tmp_path: Path) -> Non
     assert text.endswith("+++\n" + content)  # the content verbatim, as stored
     assert snap.parse_section(tmp_path / "x" / "sections" / k[:2] / f"{k}.md")["kbid"] == k
     catalog = (tmp_path / "x" / "kbdb-export.toml").read_text(encoding="utf-8")
-    assert catalog.startswith('format = "kbdb-export"\nversion = 1\n')
+    assert catalog.startswith('format = "kbdb-export"\nversion = 2\n')
 
 
 def test_reexport_updates_in_place_and_only_what_changed(
@@ -248,7 +248,7 @@ def _renamed(root: Path) -> None:
 
 def _catalog_version(root: Path) -> None:
     c = root / "kbdb-export.toml"
-    c.write_text(c.read_text().replace("version = 1", "version = 99"))
+    c.write_text(c.read_text().replace("version = 2", "version = 99"))
 
 
 def _no_catalog(root: Path) -> None:

@@ -25,6 +25,7 @@ else:  # pragma: no cover
 from kbdb import _core
 from kbdb.errors import IndexCorruptError, IndexFormatError, KbdbError
 from kbdb.ingest.kbid import compute_kbid
+from kbdb.maintenance import links as link_check
 from kbdb.store import Database
 from kbdb.store import check as sql
 from kbdb.store import queries as q
@@ -32,7 +33,8 @@ from kbdb.types import CheckIssue, CheckReport
 
 MAX_PER_CODE = 1_000
 """Issues listed per code; past it one ``truncated`` issue gives the number left out, so
-a badly damaged million-section base still yields a readable report."""
+a badly damaged million-section base still yields a readable report. Link and orphan
+warnings stop sooner (``kbdb.maintenance.links.LISTED_PER_CODE``)."""
 
 KBID_RE = re.compile(r"[0-9a-f]{32}")
 MIME_RE = re.compile(r"(text/[a-z0-9.+-]+|application/json|image/[a-z0-9.+-]+)")
@@ -54,23 +56,24 @@ class _Findings:
         *,
         kbid: str | None = None,
         docid: str | None = None,
+        line: int | None = None,
         warning: bool = False,
     ) -> None:
         key = (warning, code)
         n = self.counts.get(key, 0) + 1
         self.counts[key] = n
-        if n <= MAX_PER_CODE:
+        if n <= _listed(code):
             (self.warnings if warning else self.errors).append(
-                CheckIssue(code=code, detail=detail, kbid=kbid, docid=docid)
+                CheckIssue(code=code, detail=detail, kbid=kbid, docid=docid, line=line)
             )
 
     def report(self, checked: dict[str, int]) -> CheckReport:
         for (warning, code), n in sorted(self.counts.items()):
-            if n > MAX_PER_CODE:
+            if n > _listed(code):
                 (self.warnings if warning else self.errors).append(
                     CheckIssue(
                         code="truncated",
-                        detail=f"{n - MAX_PER_CODE} more {code} issue(s) not listed",
+                        detail=f"{n - _listed(code)} more {code} issue(s) not listed",
                     )
                 )
         return CheckReport(
@@ -81,6 +84,10 @@ class _Findings:
         )
 
 
+def _listed(code: str) -> int:
+    return link_check.LISTED_PER_CODE if code in link_check.CODES else MAX_PER_CODE
+
+
 def run_check(
     db: Database,
     index_dir: Path,
@@ -89,12 +96,14 @@ def run_check(
     progress: ProgressFn | None = None,
     quantized_scan: bool = False,
     language: str = "english",
+    links: bool = True,
 ) -> CheckReport:
     """Check ``db`` and the indexes in ``index_dir``. ``vector_model``: the configured
     embedding model (None without a provider), which the vector index must match;
     ``quantized_scan``: whether ``vectors.q8`` should be current (a damaged one is reported
     either way); ``language``: the configured analyzer language, whose analyzer the
-    lexical index must have been built by."""
+    lexical index must have been built by; ``links``: whether links between notes are
+    kept (``learn.links``), and so warned about."""
     f = _Findings()
     checked: dict[str, int] = {}
     with db.read() as conn:
@@ -118,6 +127,8 @@ def run_check(
                     f" (also {others})",
                     kbid=kbid,
                 )
+        if links:
+            checked["links"] = link_check.check_links(conn, f.add)
         head = q.max_seq(conn)
         live = q.live_count(conn)
     checked["index_files"] = _check_lexical(index_dir, f, head, live, language)

@@ -82,6 +82,7 @@ class Maintenance:
             progress=progress,
             quantized_scan=ctx.config.embedding.quantized_scan,
             language=ctx.config.index.language,
+            links=ctx.config.learn.links,
         )
 
     def gc(self, dry_run: bool, prune_retired: bool, older_than_days: float | None) -> GcReport:

@@ -3,9 +3,13 @@
 ```
 <target>/
   kbdb-export.toml                       the catalog: format, version, counts, documents
-  documents/<safe docid>-<sha16>.toml    one per document: fields, tags, entries in order
-  sections/<kbid[:2]>/<kbid>.md          one per section: TOML front matter, then content
+  documents/<safe docid>-<sha16>.toml    one per document: fields, tags, aliases, entries
+  sections/<kbid[:2]>/<kbid>.md          one per section: TOML front matter (its links as
+                                         [[links]] tables), then content
 ```
+
+Version 2 added the links of a section and the aliases of a document; a version 1
+snapshot, which has neither, still imports.
 
 Every byte is a function of the data: keys in a fixed order, strings in one escaped
 single-line form, files sorted, no time of export. So export → import → export gives the
@@ -33,7 +37,8 @@ from kbdb.errors import InvalidArgumentError, KbdbError
 from kbdb.ingest.kbid import compute_kbid
 
 FORMAT = "kbdb-export"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 CATALOG = "kbdb-export.toml"
 SECTIONS = "sections"
 DOCUMENTS = "documents"
@@ -73,6 +78,7 @@ DOCUMENT_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("created_at", str, True),
     ("updated_at", str, True),
     ("tags", list, True),
+    ("aliases", list, False),
 )
 ENTRY_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("kbid", str, True),
@@ -82,6 +88,16 @@ ENTRY_KEYS: tuple[tuple[str, type, bool], ...] = (
     ("end_line", int, False),
     ("page", int, False),
 )
+
+# A section's links as written (``kbdb.ingest.links.Link``), in the order stored.
+LINK_KEYS: tuple[tuple[str, type, bool], ...] = (
+    ("kind", str, True),
+    ("target", str, True),
+    ("fragment", str, False),
+    ("label", str, False),
+    ("line", int, True),
+)
+LINK_KINDS = ("wikilink", "embed", "markdown", "html")
 
 Entry = tuple[str, int, bool, int | None, int | None, int | None]
 """A document's entry: (kbid, ord, live, start_line, end_line, page); the last three are
@@ -134,9 +150,11 @@ def _table(values: Mapping[str, Any], keys: Sequence[tuple[str, type, bool]]) ->
 
 
 def encode_section(s: Mapping[str, Any]) -> bytes:
-    """A section file: front matter between ``+++`` lines, then the content verbatim."""
+    """A section file: front matter between ``+++`` lines (its links last, one
+    ``[[links]]`` table each), then the content verbatim."""
     content: str = s["content"]
-    return (FENCE + _table(s, SECTION_KEYS) + FENCE + content).encode("utf-8")
+    links = "".join(f"\n[[links]]\n{_table(k, LINK_KEYS)}" for k in s.get("links", ()))
+    return (FENCE + _table(s, SECTION_KEYS) + links + FENCE + content).encode("utf-8")
 
 
 def encode_document(d: Mapping[str, Any], entries: Sequence[Entry]) -> bytes:
@@ -259,8 +277,9 @@ def parse_catalog(root: Path) -> tuple[int, list[str]]:
             hint="give the folder that 'kbdb export' wrote",
         )
     data = _toml(read_utf8(path), path)
-    if data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise _bad(path, f"format must be {FORMAT!r} version {VERSION}")
+    if data.get("format") != FORMAT or data.get("version") not in READABLE_VERSIONS:
+        versions = " or ".join(str(v) for v in READABLE_VERSIONS)
+        raise _bad(path, f"format must be {FORMAT!r} version {versions}")
     sections, docs = data.get("sections"), data.get("document", [])
     if not isinstance(sections, int) or not isinstance(docs, list):
         raise _bad(path, "sections must be an integer and document a list of tables")
@@ -287,7 +306,10 @@ def parse_section(path: Path) -> dict[str, Any]:
         raise _bad(path, "no +++ front matter")
     front = text[len(FENCE) : end + 1]
     table = _fast_table(front)
-    s = _fields(_toml(front, path) if table is None else table, SECTION_KEYS, path)
+    data = _toml(front, path) if table is None else table
+    raw_links = data.pop("links", [])
+    s = _fields(data, SECTION_KEYS, path)
+    s["links"] = _links(raw_links, path)
     s["content"] = text[end + 1 + len(FENCE) :]
     kbid = s["kbid"]
     if path.name != f"{kbid}.md" or path.parent.name != kbid[:2]:
@@ -306,6 +328,21 @@ def parse_section(path: Path) -> dict[str, Any]:
     if actual != kbid:
         raise _bad(path, f"content hashes to {actual}, not to its kbid (edited?)")
     return s
+
+
+def _links(raw: Any, path: Path) -> list[dict[str, Any]]:
+    """A section's ``[[links]]`` tables, checked."""
+    if not isinstance(raw, list) or not all(isinstance(k, dict) for k in raw):
+        raise _bad(path, "links must be a list of tables")
+    out = []
+    for k in raw:
+        f = _fields(k, LINK_KEYS, path)
+        if f["kind"] not in LINK_KINDS:
+            raise _bad(path, f"link kind {f['kind']!r} is not one of {', '.join(LINK_KINDS)}")
+        if f["line"] < 0:
+            raise _bad(path, "link line must be 0 or more")
+        out.append(f)
+    return out
 
 
 def parse_document(path: Path) -> tuple[dict[str, Any], list[Entry]]:

@@ -22,10 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kbdb.errors import InvalidArgumentError
+from kbdb.ingest.links import Link
 from kbdb.maintenance import snapshot as snap
 from kbdb.store import Database
+from kbdb.store import links as link_store
 from kbdb.store import queries as q
 from kbdb.store import transfer as sql
+from kbdb.store.check import has_link_tables
 from kbdb.types import ExportReport, ImportReport
 
 ProgressFn = Callable[[int, int], None]
@@ -135,11 +138,17 @@ def export(
         w = _Writer(root, fresh=not earlier)
         total = q.count(conn, "sections")
         n_sections = 0
+        links = sql.iter_section_links(conn)  # in kbid order, as the sections
+        pending = next(links, None)
         for rows in sql.iter_export_sections(conn):
             for r in rows:
                 s = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
                 s["tags"] = s["tags"].split("\x1f") if s["tags"] else []
                 s["docids"] = s["docids"].split("\x1f") if s["docids"] else []
+                while pending is not None and pending[0] < s["kbid"]:
+                    pending = next(links, None)
+                if pending is not None and pending[0] == s["kbid"]:
+                    s["links"] = [dict(zip(_LINK_FIELDS, k, strict=True)) for k in pending[1]]
                 w.write(snap.section_parts(s["kbid"]), snap.encode_section(s))
             n_sections += len(rows)
             if progress:
@@ -160,11 +169,16 @@ def export(
     )
 
 
+_LINK_FIELDS = tuple(k for k, _t, _r in snap.LINK_KEYS)
+
+
 def _export_documents(conn: sqlite3.Connection, w: _Writer) -> list[str]:
     docids: list[str] = []
+    names = has_link_tables(conn)
     for r in sql.iter_export_documents(conn):
         d = {k: r[k] for k in r.keys()}  # noqa: SIM118 - sqlite3.Row
         d["tags"] = sql.document_tags(conn, d["docid"])
+        d["aliases"] = (sql.document_aliases(conn, d["docid"]) if names else None) or None
         entries = sql.document_links(conn, d["docid"])
         w.write((snap.DOCUMENTS, snap.document_file(d["docid"])), snap.encode_document(d, entries))
         docids.append(d["docid"])
@@ -243,9 +257,16 @@ def restore(
             skipped += 1
         sql.insert_turn(conn, s, inserted=inserted)
         sql.add_section_tags(conn, s["kbid"], s["tags"])
+        # A section stored already keeps its links; one learned before links were kept
+        # gains the snapshot's.
+        link_store.add_section_links(conn, s["kbid"], [Link(**k) for k in s["links"]])
     for f in doc_files:
         d, entries = snap.parse_document(f)
-        docs += sql.import_document(conn, d, entries)
+        if sql.import_document(conn, d, entries):
+            docs += 1
+            # What the document is called, so links resolve to it; the commit hook of
+            # the write transaction (``kbdb.store.links.catch_up``) resolves them.
+            link_store.set_names(conn, d["docid"], d["title"], d["aliases"] or ())
     return imported, docs, skipped
 
 

@@ -168,3 +168,75 @@ def kbids_of_rowids(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int
         ):
             out[int(rowid)] = str(kbid)
     return out
+
+
+# -- links between notes (kbdb.store.links) ----------------------------------------------------
+
+_LINK_TABLES = ("links", "section_links", "document_names")
+
+
+def has_link_tables(conn: sqlite3.Connection) -> bool:
+    """Whether the link tables exist: a knowledge base that no write of a kbdb keeping
+    links has touched yet has none (they come with its first write)."""
+    marks = ",".join("?" * len(_LINK_TABLES))
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",
+        _LINK_TABLES,
+    ).fetchone()
+    return int(row[0]) == len(_LINK_TABLES)
+
+
+def link_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM links").fetchone()[0])
+
+
+def iter_link_problems(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+    """``(status, docid, kbid, line, kind, target, fragment, name, target_docid)`` of every
+    link that is not plainly resolved, by linking document and place in it. ``line`` is
+    the line in the linking file (None when its lines are unknown)."""
+    cur = conn.execute(
+        "SELECT l.status, l.docid, l.kbid,"
+        " CASE WHEN ds.start_line IS NULL THEN NULL ELSE ds.start_line + sl.line END,"
+        " sl.kind, sl.target, sl.fragment, sl.name, l.target_docid"
+        " FROM links l JOIN section_links sl ON sl.kbid = l.kbid AND sl.n = l.n"
+        " JOIN document_sections ds ON ds.docid = l.docid AND ds.kbid = l.kbid AND ds.live = 1"
+        " WHERE l.status != 'resolved' ORDER BY l.docid, ds.ord, l.n"
+    )
+    for rows in chunked(cur):
+        yield from rows
+
+
+def live_named(conn: sqlite3.Connection, key: str, kind: str, limit: int) -> list[str]:
+    """Live documents whose ``kind`` name (``file``, ``alias``) has lookup key ``key``."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT n.docid FROM document_names n WHERE n.key = ? AND n.kind = ?"
+            " AND EXISTS (SELECT 1 FROM document_sections ds WHERE ds.docid = n.docid"
+            " AND ds.live = 1) ORDER BY n.docid LIMIT ?",
+            (key, kind, limit),
+        )
+    ]
+
+
+def iter_orphan_notes(conn: sqlite3.Connection) -> Iterator[str]:
+    """Live Markdown and HTML documents that no link of another document resolves to, in
+    docid order; nothing when no link resolves at all (every note would be one)."""
+    if (
+        conn.execute(
+            "SELECT 1 FROM links WHERE status IN ('resolved', 'ambiguous', 'missing_heading')"
+            " LIMIT 1"
+        ).fetchone()
+        is None
+    ):
+        return
+    cur = conn.execute(
+        "SELECT d.docid FROM documents d WHERE d.type IN ('text/markdown', 'text/html')"
+        " AND EXISTS (SELECT 1 FROM document_sections ds WHERE ds.docid = d.docid"
+        " AND ds.live = 1)"
+        " AND NOT EXISTS (SELECT 1 FROM links l WHERE l.target_docid = d.docid"
+        " AND l.docid != d.docid)"
+        " ORDER BY d.docid"
+    )
+    for rows in chunked(cur):
+        yield from (r[0] for r in rows)

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 
 from kbdb.store import history, signatures
-from kbdb.store.check import ORPHAN_DOCUMENTS, ORPHANS_BEYOND_PLAN, chunked
+from kbdb.store.check import ORPHAN_DOCUMENTS, ORPHANS_BEYOND_PLAN, chunked, has_link_tables
 
 
 def plan_removal(conn: sqlite3.Connection, *, prune_before: str | None) -> None:
@@ -118,7 +118,21 @@ def carry_out(conn: sqlite3.Connection) -> int:
         ]
         signatures.forget(conn, dead)
     conn.execute("DELETE FROM documents WHERE docid IN (SELECT docid FROM gc_documents)")
+    if has_link_tables(conn):
+        _forget_note_links(conn)
     return sum(conn.execute(f"DELETE FROM {w}").rowcount for w in _DEAD_LINKS)
+
+
+def _forget_note_links(conn: sqlite3.Connection) -> None:
+    """A removed section's links between notes (as written and resolved) and its anchor
+    text go with it. Documents whose links pointed into it are marked, so the commit hook
+    of this transaction (``kbdb.store.links.catch_up``) resolves them again."""
+    conn.execute(
+        "INSERT OR IGNORE INTO links_dirty(docid) SELECT DISTINCT docid FROM links"
+        " WHERE target_kbid IN (SELECT kbid FROM gc_sections)"
+    )
+    for table in ("links", "section_links", "section_anchors"):
+        conn.execute(f"DELETE FROM {table} WHERE kbid NOT IN (SELECT kbid FROM sections)")
 
 
 def drop_plan(conn: sqlite3.Connection) -> None:

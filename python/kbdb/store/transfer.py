@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kbdb.store import history
-from kbdb.store.check import chunked
+from kbdb.store.check import chunked, has_link_tables
 
 EXPORT_COLUMNS = (
     "kbid, heading, level, parent, content, type, section_type, title, description,"
@@ -72,6 +72,45 @@ def document_tags(conn: sqlite3.Connection, docid: str) -> list[str]:
         r[0]
         for r in conn.execute(
             "SELECT tag FROM document_tags WHERE docid = ? ORDER BY tag", (docid,)
+        )
+    ]
+
+
+def iter_section_links(
+    conn: sqlite3.Connection,
+) -> Iterator[tuple[str, list[tuple[str, str, str | None, str | None, int]]]]:
+    """``(kbid, links)`` of every section with links, in kbid order (as
+    ``iter_export_sections``, so the two merge in one pass): each link's ``(kind, target,
+    fragment, label, line)`` in stored order. Nothing when the link tables do not exist
+    yet (a knowledge base no write has brought up to date)."""
+    if not has_link_tables(conn):
+        return
+    cur = conn.cursor()
+    cur.row_factory = None  # export reads sections through sqlite3.Row meanwhile
+    cur.execute(
+        "SELECT kbid, kind, target, fragment, label, line FROM section_links ORDER BY kbid, n"
+    )
+    kbid: str | None = None
+    links: list[tuple[str, str, str | None, str | None, int]] = []
+    for rows in chunked(cur, 5_000):
+        for k, *link in rows:
+            if k != kbid:
+                if kbid is not None:
+                    yield kbid, links
+                kbid, links = k, []
+            links.append((link[0], link[1], link[2], link[3], int(link[4])))
+    if kbid is not None:
+        yield kbid, links
+
+
+def document_aliases(conn: sqlite3.Connection, docid: str) -> list[str]:
+    """A document's front-matter aliases, sorted by their lookup key (the link tables
+    must exist: ``has_link_tables``)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM document_names WHERE docid = ? AND kind = 'alias' ORDER BY key, name",
+            (docid,),
         )
     ]
 

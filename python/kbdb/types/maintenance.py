@@ -21,20 +21,28 @@ CheckCode = Literal[
     "index_out_of_sync",
     "vector_index_behind",
     "vector_index_stale",
+    "link_dangling",
+    "link_outside",
+    "link_ambiguous",
+    "link_missing_heading",
+    "link_attachments",
+    "note_orphan",
     "truncated",
 ]
 
 
 @dataclass(frozen=True)
 class CheckIssue(Record):
-    """One problem found by ``check``; ``kbid``/``docid`` name what it is about."""
+    """One problem found by ``check``; ``kbid``/``docid`` name what it is about, and
+    ``line`` the line of the linking file for a link warning (when its lines are known)."""
 
     code: str
     detail: str
     kbid: str | None = None
     docid: str | None = None
+    line: int | None = None
 
-    _optional = frozenset({"kbid", "docid"})
+    _optional = frozenset({"kbid", "docid", "line"})
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def _render_check(res: CheckReport) -> None:
         table.add_column("kbid / docid", overflow="fold")
         table.add_column("detail", ratio=1)
         for level, i in issues:
-            where = " ".join(x for x in (i.kbid, i.docid) if x)
+            doc = i.docid if i.docid is None or i.line is None else f"{i.docid}:{i.line}"
+            where = " ".join(x for x in (i.kbid, doc) if x)
             style = "red" if level == "error" else "yellow"
             table.add_row(f"[{style}]{level}[/]", i.code, where, i.detail)
         out.print(table)
@@ -48,8 +49,9 @@ def check() -> int:
     between sections and documents, field types, cycles, divergent versions, and the index
     files against their checksums.
 
-    Warns when an index is behind the database or the vector index is stale. Exits 1 when
-    any error is found.
+    Warns when an index is behind the database or the vector index is stale, of links
+    between notes that lead nowhere, out of the tree, to one of several notes or to a
+    missing heading, and of notes nothing links to. Exits 1 when any error is found.
     """
     st = state()
     with st.open() as kb, count_progress(st.interactive, "checking", "sections") as progress:
