@@ -71,11 +71,14 @@ class Link:
     line: int
 
 
-def find_links(lines: list[str], first: int) -> list[Link]:
-    """The links of Markdown lines outside code, ``first`` being the offset of
-    ``lines[0]`` from the section's first line. ``lines`` hold no fenced code."""
+def find_links(lines: list[str], first: int, limit: int = MAX_LINKS) -> list[Link]:
+    """The first ``limit`` links of Markdown lines outside code, ``first`` being the
+    offset of ``lines[0]`` from the section's first line. ``lines`` hold no fenced code.
+    The search stops at the limit, so links past it cost no memory."""
     out: list[Link] = []
     for i, raw in enumerate(lines):
+        if len(out) >= limit:
+            return out[:limit]
         if "[" not in raw:
             continue
         line = _without_code_spans(raw)
@@ -83,6 +86,8 @@ def find_links(lines: list[str], first: int) -> list[Link]:
             link = _wikilink(m.group(2), embed=bool(m.group(1)), line=first + i)
             if link is not None:
                 out.append(link)
+                if len(out) >= limit:
+                    return out
         if "](" in line:
             for m in _MDLINK.finditer(_WIKILINK.sub(_blank, line)):
                 link = path_link(
@@ -93,7 +98,9 @@ def find_links(lines: list[str], first: int) -> list[Link]:
                 )
                 if link is not None:
                     out.append(link)
-    return out
+                    if len(out) >= limit:
+                        return out
+    return out[:limit]
 
 
 def find_tags(lines: list[str]) -> list[str]:

@@ -55,6 +55,8 @@ _QUOTE = re.compile(r" {0,3}>")
 _THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*\Z")
 _FRONT_MATTER_END = ("---", "...")
 MAX_ALIAS_CHARS = 200
+MAX_ALIASES = 100
+"""Aliases kept per document, the first in its front matter."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,12 @@ def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
     first = headings[0].start if headings else len(lines)
     preamble = lines[start:first]
     inline_tags: list[str] = []
+    budget = [MAX_LINKS if links else 0]  # links the document may still keep
     if any(line.strip() for line in preamble):
         span = _span(lines, start, first)
         # Offsets count from the section's first line, its first non-blank one.
         raw.append(
-            _raw_section("", 0, preamble, span, start + 1 - span[0], inline_tags, links=links)
+            _raw_section("", 0, preamble, span, start + 1 - span[0], inline_tags, budget=budget)
         )
     for i, heading in enumerate(headings):
         stop = headings[i + 1].start if i + 1 < len(headings) else len(lines)
@@ -118,10 +121,9 @@ def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
                 _span(lines, heading.start, stop, headed=True),
                 heading.content_start - heading.start,
                 inline_tags,
-                links=links,
+                budget=budget,
             )
         )
-    _cap_links(raw)
     sections = build_sections(raw)
 
     title = _meta_str(meta.get("title"))
@@ -327,11 +329,12 @@ def _raw_section(
     first: int = 0,
     tags: list[str] | None = None,
     *,
-    links: bool = True,
+    budget: list[int] | None = None,
 ) -> RawSection:
     """A section of ``lines`` (without the heading's own lines). ``first``: the offset of
     ``lines[0]`` from the section's first line, for its links; the inline tags of its
-    text are appended to ``tags``."""
+    text are appended to ``tags``. ``budget``: how many links the document may still
+    keep (lowered by this section's; None: ``MAX_LINKS``)."""
     body: list[str] = []
     body_at: list[int] = []  # each body line's index in ``lines``
     blocks: list[str] = []
@@ -358,26 +361,27 @@ def _raw_section(
     code = "\n".join(b for b in blocks if b.strip())
     start, last = span if span is not None else (None, None)
     found: tuple[Link, ...] = ()
-    if links and any("[" in line for line in body):
-        found = tuple(replace(k, line=first + body_at[k.line]) for k in find_links(body, 0))
+    left = budget[0] if budget is not None else MAX_LINKS
+    if left > 0 and any("[" in line for line in body):
+        found = tuple(replace(k, line=first + body_at[k.line]) for k in find_links(body, 0, left))
+        if budget is not None:
+            budget[0] -= len(found)
     if tags is not None:
         tags.extend(t for t in find_tags(body) if t not in tags)
     return RawSection(heading, level, "".join(lines), "".join(body), code, start, last, links=found)
 
 
-def _cap_links(raw: list[RawSection]) -> None:
-    """Keep the first ``MAX_LINKS`` links of a document (in place)."""
-    budget = MAX_LINKS
-    for i, r in enumerate(raw):
-        if len(r.links) > budget:
-            raw[i] = replace(r, links=r.links[:budget])
-        budget = max(0, budget - len(r.links))
+def content_links(content: str, *, headed: bool) -> tuple[Link, ...]:
+    """The links of a section's Markdown content (without its heading line), their lines
+    counted from the section's first line (``headed``: its heading line)."""
+    section = _raw_section("", 0, _lines(content), None, 1 if headed else 0)
+    return section.links
 
 
 def _aliases(meta: dict[str, object]) -> tuple[str, ...]:
     """Front matter ``aliases`` (or ``alias``): a list or one string; values that are
     not text (a mapping, a list inside the list) are ignored, numbers and dates read as
-    written."""
+    written. At most ``MAX_ALIASES`` of at most ``MAX_ALIAS_CHARS`` characters each."""
     value = meta.get("aliases", meta.get("alias"))
     if value is None or isinstance(value, dict):
         return ()
@@ -389,6 +393,8 @@ def _aliases(meta: dict[str, object]) -> tuple[str, ...]:
         text = str(item).strip()
         if text and len(text) <= MAX_ALIAS_CHARS:
             out.setdefault(text, None)
+            if len(out) == MAX_ALIASES:
+                break
     return tuple(out)
 
 

@@ -21,6 +21,8 @@ from kbdb.errors import ContentTooLargeError, InvalidArgumentError, NotFoundErro
 from kbdb.index.vectors import embedding_text, text_sha
 from kbdb.ingest import compute_kbid
 from kbdb.ingest.content import check_json, decode_image, is_image
+from kbdb.ingest.links import Link
+from kbdb.ingest.markdown import content_links
 from kbdb.knowledge import links
 from kbdb.learn.items import utc_now
 from kbdb.search.lexical import Filters
@@ -61,6 +63,14 @@ _STOPWORD_TEXT = (
     " after before where while should could each must may use used using how why who does"
 )
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def _links_of(content: str, type_: str, heading: str) -> tuple[Link, ...]:
+    """The links of a revised section's content: Markdown's (an HTML section's content is
+    its text, whose links were read from the page)."""
+    if type_ != "text/markdown":
+        return ()
+    return content_links(content, headed=bool(heading))
 
 
 def _check_kbid(kbid: object) -> str:
@@ -269,6 +279,7 @@ class Lifecycle:
                         description=new_desc,
                         source_key=r["source_key"],
                         tags=new_tags,
+                        links=_links_of(content, type_, heading),
                     )
                     sl.replace_section(conn, kbid, new, now=now, reason="revised")
             self._catch_up()

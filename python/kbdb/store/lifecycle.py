@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbdb.store import links as link_store
 from kbdb.store.documents import NewSection, add_tags, insert_or_revive, retire
 
 
@@ -57,6 +58,7 @@ def replace_section(
     ).fetchall()
     added = insert_or_revive(conn, new, now)
     add_tags(conn, new.kbid, new.tags)
+    link_store.add_section_links(conn, new.kbid, new.links)
     for link_id, docid, ord_ in links:
         conn.execute("UPDATE document_sections SET live = 0 WHERE id = ?", (link_id,))
         already = conn.execute(

@@ -27,7 +27,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from kbdb.ingest.links import Link
@@ -266,7 +266,8 @@ class _Universe:
 
     def block(self, docid: str, block: str) -> str | None:
         """The live section of ``docid`` that holds the block id ``^block``."""
-        pattern = re.compile(rf"(?:^|\s)\^{re.escape(block)}\s*$", re.MULTILINE)
+        # At the end of a line, after a space or right after an embed (``![[x.png]]^id``).
+        pattern = re.compile(rf"\^{re.escape(block)}[ \t]*$", re.MULTILINE)
         for kbid, _h, _k in self.sections(docid):
             row = self.conn.execute(
                 "SELECT content FROM sections WHERE kbid = ?", (kbid,)
@@ -395,9 +396,6 @@ def catch_up(conn: sqlite3.Connection) -> int:
         conn.execute("DELETE FROM links_dirty")
         return 0  # no document has a link: nothing to resolve
     u = _Universe(conn)
-    # The changed documents' own links are all resolved afresh (first query below), so
-    # the queries for links into them skip those (``links_dirty`` until the end).
-    others = " AND ds.docid NOT IN (SELECT docid FROM links_dirty)"
     touched: set[str] = set()  # target sections whose incoming links may have changed
     redo: dict[tuple[str, str, int], _Written] = {}
     for chunk in _chunks(dirty):
@@ -412,17 +410,10 @@ def catch_up(conn: sqlite3.Connection) -> int:
             )
         )
         conn.execute(f"DELETE FROM links WHERE docid IN ({marks})", chunk)
-        for w in _written(conn, _LIVE, f"ds.docid IN ({marks})", chunk):
+        for w in _written(conn, "source", chunk):
             redo[(w.docid, w.kbid, w.n)] = w
         # Links into a changed document, and links by one of its names.
-        for w in _written(
-            conn,
-            "JOIN links l ON l.kbid = sl.kbid AND l.n = sl.n"
-            " JOIN document_sections ds ON ds.docid = l.docid AND ds.kbid = l.kbid"
-            " AND ds.live = 1",
-            f"l.target_docid IN ({marks}){others}",
-            chunk,
-        ):
+        for w in _written(conn, "target", chunk):
             redo.setdefault((w.docid, w.kbid, w.n), w)
         keys: set[str] = set()
         for kind, key, name in conn.execute(
@@ -434,8 +425,7 @@ def catch_up(conn: sqlite3.Connection) -> int:
             if kind == "alias":
                 keys.add(note_key(name))  # ``[[How to/Old name]]`` is stored by its tail
         for kchunk in _chunks(sorted(keys)):
-            kmarks = ",".join("?" * len(kchunk))
-            for w in _written(conn, _LIVE, f"sl.name IN ({kmarks}){others}", kchunk):
+            for w in _written(conn, "name", kchunk):
                 redo.setdefault((w.docid, w.kbid, w.n), w)
     conn.execute("DELETE FROM links_dirty")
     u.preload({w.name for w in redo.values()})
@@ -457,19 +447,37 @@ def catch_up(conn: sqlite3.Connection) -> int:
 
 
 _LIVE = "JOIN document_sections ds ON ds.kbid = sl.kbid AND ds.live = 1"
+_VIA_LINKS = (
+    "JOIN links l ON l.kbid = sl.kbid AND l.n = sl.n"
+    " JOIN document_sections ds ON ds.docid = l.docid AND ds.kbid = l.kbid AND ds.live = 1"
+)
+
+
+_OTHERS = " AND ds.docid NOT IN (SELECT docid FROM links_dirty)"
 
 
 def _written(
-    conn: sqlite3.Connection, join: str, where: str, args: Sequence[str]
+    conn: sqlite3.Connection, by: Literal["source", "target", "name"], values: Sequence[str]
 ) -> Iterable[_Written]:
-    """Stored links of the live (document, section) pairs (``ds``) that ``join`` and
-    ``where`` select, with the section each resolved to before."""
+    """Stored links of live (document, section) pairs (``ds``) by the linking document,
+    the target document or the target's name, with the section each resolved to before."""
+    # ``source``: the links of these documents. ``target`` and ``name``: the links into
+    # these documents, and those by these names, from other documents: the changed
+    # documents' own links are all resolved afresh (``source``), and ``links_dirty``
+    # holds those documents until the end.
+    if by == "source":
+        join, column, others = _LIVE, "ds.docid", ""
+    elif by == "target":
+        join, column, others = _VIA_LINKS, "l.target_docid", _OTHERS
+    else:
+        join, column, others = _LIVE, "sl.name", _OTHERS
+    marks = ",".join("?" * len(values))
     for row in conn.execute(
         "SELECT DISTINCT ds.docid, sl.kbid, sl.n, sl.kind, sl.target, sl.fragment, sl.name,"
         f" o.target_kbid FROM section_links sl {join}"
         " LEFT JOIN links o ON o.docid = ds.docid AND o.kbid = sl.kbid AND o.n = sl.n"
-        f" WHERE {where}",
-        args,
+        f" WHERE {column} IN ({marks}){others}",
+        values,
     ):
         yield _Written(*row)
 
@@ -571,10 +579,8 @@ def incoming(
 ) -> list[tuple[object, ...]]:
     """The links into a document, or into one section, from every live section, in
     order of the linking document."""
-    if kbid is not None:
-        where, args = "l.target_kbid = ?", (kbid,)
-    else:
-        where, args = "l.target_docid = ?", (docid,)
+    where = "l.target_kbid = ?" if kbid is not None else "l.target_docid = ?"
+    args = (kbid,) if kbid is not None else (docid,)
     return conn.execute(
         f"SELECT {LINK_COLUMNS}{_LINK_FROM} WHERE {where} AND l.status IN"
         " ('resolved', 'ambiguous', 'missing_heading') ORDER BY l.docid, ds.ord, l.n",

@@ -76,7 +76,7 @@ _SECTION_COLUMNS = (
 )
 # With the section's place: its source key and its first document's title and path.
 _PLACE_COLUMNS = (
-    f"{_SECTION_COLUMNS}, s.source_key, d.title, d.source_path, {{aliases}}"
+    f"{_SECTION_COLUMNS}, s.source_key, d.title, d.source_path, {{}}"
     " FROM sections s LEFT JOIN documents d ON d.docid = ("
     "SELECT ds.docid FROM document_sections ds WHERE ds.kbid = s.kbid"
     " ORDER BY ds.live DESC, ds.id LIMIT 1)"
@@ -88,15 +88,19 @@ _ALIASES = (
 )
 
 
-def _columns(conn: sqlite3.Connection, place: bool) -> str:
-    """The columns of an index row. A knowledge base no kbdb with names has written to
-    yet (its first write adds the table) has no aliases."""
-    if not place:
-        return _PLAIN_COLUMNS
-    names = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_names'"
-    ).fetchone()
-    return _PLACE_COLUMNS.format(aliases=_ALIASES if names else "NULL")
+_PLACE_WITH_ALIASES = _PLACE_COLUMNS.format(_ALIASES)
+_PLACE_WITHOUT_ALIASES = _PLACE_COLUMNS.format("NULL")
+
+
+def _has_names(conn: sqlite3.Connection) -> bool:
+    """Whether the database has ``document_names`` (a knowledge base no kbdb with names
+    has written to yet lacks it: its sections have no aliases)."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'document_names'"
+        ).fetchone()
+        is not None
+    )
 
 
 def _index_row(r: sqlite3.Row | tuple[Any, ...]) -> IndexRow:
@@ -106,7 +110,12 @@ def _index_row(r: sqlite3.Row | tuple[Any, ...]) -> IndexRow:
 def index_rows(
     conn: sqlite3.Connection, kbids: Sequence[str], *, place: bool = False
 ) -> list[IndexRow]:
-    columns = _columns(conn, place)
+    if not place:
+        columns = _PLAIN_COLUMNS
+    elif _has_names(conn):
+        columns = _PLACE_WITH_ALIASES
+    else:
+        columns = _PLACE_WITHOUT_ALIASES
     out: list[IndexRow] = []
     for chunk in _chunks(kbids):
         marks = ",".join("?" * len(chunk))
@@ -122,7 +131,12 @@ def iter_live_index_rows(
     conn: sqlite3.Connection, batch: int = 5000, *, place: bool = False
 ) -> Iterator[list[IndexRow]]:
     """All live sections, in batches, for a full rebuild."""
-    columns = _columns(conn, place)
+    if not place:
+        columns = _PLAIN_COLUMNS
+    elif _has_names(conn):
+        columns = _PLACE_WITH_ALIASES
+    else:
+        columns = _PLACE_WITHOUT_ALIASES
     cur = conn.execute(f"SELECT {columns} WHERE s.retired_at IS NULL ORDER BY s.rowid")
     while True:
         rows = cur.fetchmany(batch)

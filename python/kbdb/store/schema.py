@@ -148,8 +148,7 @@ UPGRADES = (
     ANCHORS_TABLE,
     # Knowledge bases made before the covering index had one on kbid alone.
     "DROP INDEX IF EXISTS document_sections_kbid",
-    *LINK_TABLES,
-)
+) + LINK_TABLES
 """Additions to the schema that need no new version: the first write transaction of each
 ``Database`` applies them (``CREATE … IF NOT EXISTS``), so an older knowledge base opens
 unchanged and is brought up to date by its next write."""
