@@ -111,3 +111,19 @@ def test_keys_and_slugs() -> None:
     assert note_key("page.HTML") == "page"
     assert note_key("Document.pdf") == "document.pdf"
     assert slug("Link to a Heading!") == "link-to-a-heading"
+
+
+def test_reference_links_and_their_definitions() -> None:
+    doc = split_markdown(
+        "# A\n\nSee [the guide][g] and [Setup] and [spread\nover lines][g], [^1] [nope].\n\n"
+        "# B\n\n[g]: guide.md#intro\n[setup]: <setup notes.md>\n[^1]: [x](y.md)\n"
+        "[ref]: #tags-are-not-here\n"
+    )
+    links = [(k.target, k.fragment, k.label, k.line) for s in doc.sections for k in s.links]
+    assert links == [
+        ("guide.md", "intro", "the guide", 2),
+        ("setup notes.md", None, "Setup", 2),
+        ("guide.md", "intro", None, 3),
+        ("y.md", None, "x", 4),  # a footnote's text may link
+    ]
+    assert doc.tags == ()

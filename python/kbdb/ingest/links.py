@@ -41,6 +41,12 @@ _MDLINK = re.compile(
     r"(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)"
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"
 )
+# A reference definition, ``[label]: destination``, and a use of one: ``[text][label]``,
+# ``[label][]`` or ``[label]`` (not followed by ``(``, ``:`` or ``[``); a label's end on a
+# line after its start, ``…text][label]``. ``[^note]:`` defines a footnote, not a link.
+_REF_DEF = re.compile(r" {0,3}\[(?!\^)([^\[\]\n]+)\]:[ \t]*(<[^<>\n]*>|\S+)")
+_REF_USE = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\](?:\[([^\[\]\n]*)\])?(?![(:\[])")
+_REF_TAIL = re.compile(r"[^\[\]\n]*\]\[([^\[\]\n]+)\]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:(?<=\s)|^)#([\w/\-]+)")
@@ -71,17 +77,39 @@ class Link:
     line: int
 
 
-def find_links(lines: list[str], first: int, limit: int = MAX_LINKS) -> list[Link]:
+def reference_definitions(lines: list[str]) -> dict[str, str]:
+    """The reference definitions (``[label]: destination``) of Markdown lines outside
+    code, by label (case and spacing folded); the first of a label wins."""
+    refs: dict[str, str] = {}
+    for line in lines:
+        if "]:" in line:
+            m = _REF_DEF.match(line)
+            if m is not None:
+                refs.setdefault(_ref_key(m.group(1)), m.group(2).strip("<>"))
+    return refs
+
+
+def find_links(
+    lines: list[str], first: int, limit: int = MAX_LINKS, refs: dict[str, str] | None = None
+) -> list[Link]:
     """The first ``limit`` links of Markdown lines outside code, ``first`` being the
-    offset of ``lines[0]`` from the section's first line. ``lines`` hold no fenced code.
-    The search stops at the limit, so links past it cost no memory."""
+    offset of ``lines[0]`` from the section's first line. ``lines`` hold no fenced code;
+    ``refs``: the document's reference definitions, for reference links. The search stops
+    at the limit, so links past it cost no memory."""
     out: list[Link] = []
     for i, raw in enumerate(lines):
         if len(out) >= limit:
             return out[:limit]
-        if "[" not in raw:
+        if "[" not in raw and not (refs and "]" in raw):
             continue
+        if _REF_DEF.match(raw):
+            continue  # a definition is where a reference link goes, not a link
         line = _without_code_spans(raw)
+        if refs:
+            for link in _reference_links(line, refs, first + i):
+                out.append(link)
+                if len(out) >= limit:
+                    return out
         for m in _WIKILINK.finditer(line):
             link = _wikilink(m.group(2), embed=bool(m.group(1)), line=first + i)
             if link is not None:
@@ -104,10 +132,11 @@ def find_links(lines: list[str], first: int, limit: int = MAX_LINKS) -> list[Lin
 
 
 def find_tags(lines: list[str]) -> list[str]:
-    """The inline ``#tags`` of Markdown lines outside code, in order, each once."""
+    """The inline ``#tags`` of Markdown lines outside code and reference definitions, in
+    order, each once."""
     tags: dict[str, None] = {}
     for raw in lines:
-        if "#" not in raw:
+        if "#" not in raw or _REF_DEF.match(raw):
             continue
         for m in _TAG.finditer(_without_code_spans(raw)):
             tag = m.group(1).strip("/")
@@ -131,6 +160,33 @@ def path_link(dest: str, label: str | None, *, kind: LinkKind, line: int) -> Lin
         return None
     text = _SPACE.sub(" ", label).strip() if label is not None else ""
     return Link(kind, path, fragment or None, text or None, line)
+
+
+def _reference_links(line: str, refs: dict[str, str], at: int) -> list[Link]:
+    """The reference links of one line (inline links and wikilinks blanked first)."""
+    out: list[Link] = []
+    text = _MDLINK.sub(_blank, _WIKILINK.sub(_blank, line))
+    tail = _REF_TAIL.match(text)
+    if tail is not None and "[" not in text[: tail.end() - len(tail.group(1)) - 3]:
+        dest = refs.get(_ref_key(tail.group(1)))
+        if dest is not None:
+            link = path_link(dest, None, kind="markdown", line=at)
+            if link is not None:
+                out.append(link)
+        text = " " * tail.end() + text[tail.end() :]
+    for m in _REF_USE.finditer(text):
+        label, ref = m.group(1), m.group(2)
+        dest = refs.get(_ref_key(ref if ref else label))
+        if dest is None:
+            continue
+        link = path_link(dest, label, kind="markdown", line=at)
+        if link is not None:
+            out.append(link)
+    return out
+
+
+def _ref_key(label: str) -> str:
+    return " ".join(label.split()).casefold()
 
 
 def note_key(target: str) -> str:

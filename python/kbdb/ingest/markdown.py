@@ -33,7 +33,13 @@ from dataclasses import dataclass, replace
 
 from kbdb.errors import UnsupportedTypeError
 from kbdb.ingest.htmlsplit import split_html
-from kbdb.ingest.links import MAX_LINKS, Link, find_links, find_tags
+from kbdb.ingest.links import (
+    MAX_LINKS,
+    Link,
+    find_links,
+    find_tags,
+    reference_definitions,
+)
 from kbdb.ingest.section import (
     FRONT_MATTER_INVALID,
     ParsedDocument,
@@ -105,11 +111,14 @@ def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
     preamble = lines[start:first]
     inline_tags: list[str] = []
     budget = [MAX_LINKS if links else 0]  # links the document may still keep
+    refs = reference_definitions(_outside_fences(lines, start)) if links else {}
     if any(line.strip() for line in preamble):
         span = _span(lines, start, first)
         # Offsets count from the section's first line, its first non-blank one.
         raw.append(
-            _raw_section("", 0, preamble, span, start + 1 - span[0], inline_tags, budget=budget)
+            _raw_section(
+                "", 0, preamble, span, start + 1 - span[0], inline_tags, budget=budget, refs=refs
+            )
         )
     for i, heading in enumerate(headings):
         stop = headings[i + 1].start if i + 1 < len(headings) else len(lines)
@@ -122,6 +131,7 @@ def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
                 heading.content_start - heading.start,
                 inline_tags,
                 budget=budget,
+                refs=refs,
             )
         )
     sections = build_sections(raw)
@@ -330,6 +340,7 @@ def _raw_section(
     tags: list[str] | None = None,
     *,
     budget: list[int] | None = None,
+    refs: dict[str, str] | None = None,
 ) -> RawSection:
     """A section of ``lines`` (without the heading's own lines). ``first``: the offset of
     ``lines[0]`` from the section's first line, for its links; the inline tags of its
@@ -362,8 +373,10 @@ def _raw_section(
     start, last = span if span is not None else (None, None)
     found: tuple[Link, ...] = ()
     left = budget[0] if budget is not None else MAX_LINKS
-    if left > 0 and any("[" in line for line in body):
-        found = tuple(replace(k, line=first + body_at[k.line]) for k in find_links(body, 0, left))
+    if left > 0 and any("[" in line or (refs and "]" in line) for line in body):
+        found = tuple(
+            replace(k, line=first + body_at[k.line]) for k in find_links(body, 0, left, refs)
+        )
         if budget is not None:
             budget[0] -= len(found)
     if tags is not None:
@@ -374,8 +387,25 @@ def _raw_section(
 def content_links(content: str, *, headed: bool) -> tuple[Link, ...]:
     """The links of a section's Markdown content (without its heading line), their lines
     counted from the section's first line (``headed``: its heading line)."""
-    section = _raw_section("", 0, _lines(content), None, 1 if headed else 0)
-    return section.links
+    lines = _lines(content)
+    refs = reference_definitions(_outside_fences(lines, 0))
+    return _raw_section("", 0, lines, None, 1 if headed else 0, refs=refs).links
+
+
+def _outside_fences(lines: list[str], start: int) -> list[str]:
+    """``lines[start:]`` without fenced code blocks."""
+    out: list[str] = []
+    fence: _Fence | None = None
+    for raw in lines[start:]:
+        line = raw.rstrip("\n")
+        if fence is not None:
+            if _closes(line, fence):
+                fence = None
+        elif (opened := _opens(line)) is not None:
+            fence = opened
+        else:
+            out.append(line)
+    return out
 
 
 def _aliases(meta: dict[str, object]) -> tuple[str, ...]:
