@@ -7,7 +7,10 @@ of the definitions inside it, which are sections of their own, so no line is ind
 twice; a function keeps what is nested inside it. The lines between definitions (imports,
 constants, top-level statements) are grouped into sections of their own, run by run.
 Every non-blank line of the file is in exactly one section, parse errors or not:
-tree-sitter recovers from errors, and what it cannot place stays top-level code.
+tree-sitter recovers from errors, and what it cannot place stays top-level code. The
+grammar leaves a macro call's arguments as tokens; a call whose tokens hold items
+(Rust's ``cfg_rt! { pub fn spawn … }``, ``pin_project! { pub struct … }``) has them
+parsed again, in place, and its definitions are sections as if the call were not there.
 
 A section's heading is its qualified name and signature, ``Config.parse(self, path:
 str) -> Config`` or ``class Config(Base)``; its heading path is the names of the
@@ -17,7 +20,8 @@ heading, the last ones marked ``(part N)``.
 
 The tree is walked with an explicit stack, and only into the bodies of types (never into
 expressions or function bodies), so 10,000 nested brackets cost no Python recursion and
-nothing per bracket.
+nothing per bracket; macro calls inside macro calls are parsed again at most
+``MAX_MACRO_DEPTH`` deep.
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kbdb.ingest.codelang import Grammar, function_value, grammar_for, member_owner, name_node
+from kbdb.ingest.codelang import (
+    Grammar,
+    function_value,
+    grammar_for,
+    macro_items,
+    member_owner,
+    name_node,
+)
 from kbdb.ingest.formats import FormatRejectedError
 from kbdb.ingest.section import ParsedDocument, ParsedSection, unique_path
 
@@ -44,6 +55,10 @@ MAX_DEPTH = 6
 """Definitions nested deeper than this stay in the section of the one around them: the
 heading levels run 1–6, and a chain of 10,000 nested classes must not make 10,000
 heading paths of up to 10,000 names."""
+
+MAX_MACRO_DEPTH = 4
+"""Macro calls nested deeper than this stay unread, in the section around them: each
+level parses the call's text again (``cfg_rt! { cfg_net! { pub fn … } }`` is two)."""
 
 MAX_HEADING_CHARS = 200
 """A signature longer than this is cut, with an ellipsis."""
@@ -101,11 +116,12 @@ def split(data: bytes | str, *, name: str) -> ParsedDocument:
     source = text.encode("utf-8")
     import tree_sitter
 
-    tree = tree_sitter.Parser(grammar.language()).parse(source)
+    parser = tree_sitter.Parser(grammar.language())
+    tree = parser.parse(source)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    defs = _definitions(grammar, tree.root_node, source)
+    defs = _definitions(grammar, tree.root_node, source, parser)
     sections = _sections(defs, lines, name)
     warnings = (CODE_INVALID,) if tree.root_node.has_error else ()
     return ParsedDocument(None, None, (), tuple(sections), warnings)
@@ -120,18 +136,26 @@ def _last_row(node: Any) -> int:
     return int(end.row)
 
 
-def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
+def _definitions(grammar: Grammar, root: Any, source: bytes, parser: Any) -> list[_Def]:
     """The definitions of the file in line order, parents before their members."""
     defs: list[_Def] = []
-    stack: list[tuple[Any, _Scope]] = [(iter(root.children), _Scope(None, 0, -1, (), ""))]
+    # (children to read, their scope, how many macro calls they are inside)
+    stack: list[tuple[Any, _Scope, int]] = [(iter(root.children), _Scope(None, 0, -1, (), ""), 0)]
     seen: dict[tuple[str, ...], int] = {}
     while stack:
-        children, scope = stack[-1]
+        children, scope, expanded = stack[-1]
         child = next(children, None)
         if child is None:
             stack.pop()
             continue
         first, last = int(child.start_point.row), _last_row(child)
+        if child.type in grammar.macro_calls:
+            scope.lead = None
+            if expanded < MAX_MACRO_DEPTH:
+                inner = _macro_tree(grammar, child, source, parser)
+                if inner is not None:
+                    stack.append((iter(inner.root_node.children), scope, expanded + 1))
+            continue
         if child.type in grammar.comments or child.type in grammar.attached:
             if first <= scope.claimed:  # a comment trailing the previous definition
                 continue
@@ -143,7 +167,7 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
             group = grammar.groups[child.type]
             inner = child.child_by_field_name(group) if group else child
             if inner is not None:
-                stack.append((iter(inner.children), scope))
+                stack.append((iter(inner.children), scope, expanded))
             scope.lead = None
             continue
         found = _definition(grammar, child)
@@ -174,8 +198,22 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
                 path,
                 prefix + qualifier + grammar.separator,
             )
-            stack.append((iter(body.children), member))
+            stack.append((iter(body.children), member, expanded))
     return defs
+
+
+def _macro_tree(grammar: Grammar, node: Any, source: bytes, parser: Any) -> Any:
+    """The tokens of a macro call that holds definitions, parsed as source of the file's
+    language (None for other calls). Only the call's text is parsed, in place: its
+    nodes keep their bytes and lines in the file."""
+    inner = macro_items(grammar, node)
+    if inner is None:
+        return None
+    parser.included_ranges = [inner]
+    try:
+        return parser.parse(source)
+    finally:
+        parser.included_ranges = []
 
 
 def _definition(grammar: Grammar, node: Any) -> tuple[Any, Any] | None:
