@@ -91,6 +91,7 @@ class _Scope:
     claimed: int  # the last line taken by a definition of this scope (or the header)
     path: tuple[str, ...]
     qualifier: str
+    kind: str = ""  # the node type of the type whose body this is ("" for a file)
     lead: int | None = None  # first line of the comment run just read, if any
     lead_end: int = -1
 
@@ -176,6 +177,8 @@ def _definitions(grammar: Grammar, root: Any, source: bytes, parser: Any) -> lis
         if found is None or scope.depth >= MAX_DEPTH:
             continue
         node, head = found
+        if (node.type, scope.kind) in grammar.kept:
+            continue
         start = lead if lead is not None and lead_end >= first - 1 else first
         start = max(start, scope.claimed + 1)
         if last < start:  # shares its only line with what came before: stays there
@@ -197,6 +200,7 @@ def _definitions(grammar: Grammar, root: Any, source: bytes, parser: Any) -> lis
                 int(node.start_point.row),
                 path,
                 prefix + qualifier + grammar.separator,
+                node.type,
             )
             stack.append((iter(body.children), member, expanded))
     return defs
@@ -305,6 +309,8 @@ def _heading(grammar: Grammar, node: Any, head: Any, source: bytes, prefix: str)
             newline = source.find(b"\n", named.start_byte)
             if newline >= 0 and (body is None or newline < body.start_byte):
                 body = None
+        elif body is None:  # a declaration without a body: all of it
+            return _clip(prefix + _collapse(source[named.start_byte : node.end_byte]))
         return _clip(prefix + _span(source, named, body))
     end = body.start_byte if body is not None and body.start_byte > head.start_byte else None
     if end is None and node.type == "macro_definition" and named is not None:

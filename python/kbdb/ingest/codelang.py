@@ -58,6 +58,10 @@ class Grammar:
             comment and belongs to its section.
         attached: Other nodes that belong to the definition below them (Rust's
             ``#[derive(…)]``).
+        kept: Definitions that stay in the section of the type whose body holds them, as
+            (definition, type) node types: a Rust ``type Item = u32;`` in an ``impl``
+            is part of the implementation, while a ``type`` alias in a module is a
+            section.
         macro_calls: Macro calls whose arguments the grammar leaves as unparsed tokens
             but that may hold definitions (Rust's ``cfg_rt! { pub fn spawn … }``): the
             tokens are parsed again as source (``macro_items``).
@@ -74,6 +78,7 @@ class Grammar:
     declarators: dict[str, tuple[str, str]] = field(default_factory=dict)
     comments: frozenset[str] = frozenset({"comment"})
     attached: frozenset[str] = frozenset()
+    kept: frozenset[tuple[str, str]] = frozenset()
     macro_calls: frozenset[str] = frozenset()
 
     def language(self) -> Any:
@@ -98,15 +103,17 @@ _RUST = Grammar(
     name="rust",
     module="tree_sitter_rust",
     separator="::",
-    functions=frozenset({"function_item"}),
+    # A trait's required method (``fn read(&mut self) -> usize;``) is a definition too.
+    functions=frozenset({"function_item", "function_signature_item"}),
     types=frozenset(
         {
             *("struct_item", "enum_item", "union_item", "trait_item", "impl_item"),
-            *("mod_item", "macro_definition"),
+            *("mod_item", "macro_definition", "type_item"),
         }
     ),
     comments=frozenset({"line_comment", "block_comment"}),
     attached=frozenset({"attribute_item"}),
+    kept=frozenset({("type_item", "impl_item"), ("type_item", "trait_item")}),
     macro_calls=frozenset({"macro_invocation"}),
 )
 _GO = Grammar(
