@@ -15,7 +15,11 @@ Queries, sampled with a fixed seed:
   without case and underscores: no system compared can tell ``fourier_transform`` from
   ``FourierTransform``, so a name shared that way is no query;
 - **qualified**: a method whose bare name is defined several times but whose owner and
-  name together once: ``Basic.subs`` (Python), ``Builder::enable_io`` (Rust).
+  name together once: ``Basic.subs`` (Python), ``Builder::enable_io`` (Rust);
+- **library**: a name defined once in library code and also in test code (a file in a
+  ``tests``/``test`` folder, or named ``tests.*``/``test_*``/``*_test.*``), such as a test
+  named after the method it tests; the answer is the library's definition. These are
+  reported on their own: ``all`` is the names and qualified names.
 
 The answer is the defining file and line. Systems, over the same files:
 
@@ -59,6 +63,8 @@ from common import peak_rss_mb, print_table, write_result  # noqa: E402
 SEED = 20261206
 NAME_QUERIES = 200
 QUALIFIED_QUERIES = 100
+LIBRARY_QUERIES = 100
+OVERALL = ("name", "qualified")  # the kinds ``all`` counts
 EXTENSIONS = {".py": "python", ".rs": "rust"}
 
 
@@ -185,7 +191,28 @@ def build_queries(defs: list[Definition], separator: str) -> list[Query]:
     picked_q = rng.sample(qualified, min(QUALIFIED_QUERIES, len(qualified)))
     out = [Query("name", d.name, d.rel, d.line) for d in picked]
     out += [Query("qualified", f"{d.owner}{separator}{d.name}", d.rel, d.line) for d in picked_q]
+    library_defs = Counter(_key(d.name) for d in defs if not in_tests(d.rel))
+    tested = {_key(d.name) for d in defs if in_tests(d.rel)}
+    library = [
+        d
+        for d in defs
+        if not in_tests(d.rel)
+        and library_defs[_key(d.name)] == 1
+        and _key(d.name) in tested
+        and len(d.name) >= 4
+        and not d.name.lower().startswith("test")
+    ]
+    picked_l = rng.sample(library, min(LIBRARY_QUERIES, len(library)))
+    out += [Query("library", d.name, d.rel, d.line) for d in picked_l]
     return out
+
+
+_TEST_PATH = re.compile(r"(?:^|/)tests?/|(?:^|/)(?:tests?\.\w+|test_[^/]*)$|_tests?\.\w+$")
+
+
+def in_tests(rel: str) -> bool:
+    """Whether a file is test code by its path."""
+    return bool(_TEST_PATH.search(rel))
 
 
 # -- the trees and the systems ---------------------------------------------------------
@@ -312,7 +339,7 @@ def _rates(hits: dict[str, list[bool]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         k: {"queries": len(v), "success@1": sum(v) / len(v)} for k, v in hits.items()
     }
-    every = [h for v in hits.values() for h in v]
+    every = [h for k, v in hits.items() if k in OVERALL for h in v]
     out["all"] = {"queries": len(every), "success@1": sum(every) / len(every) if every else 0.0}
     return out
 
@@ -375,7 +402,9 @@ def main() -> int:
         label, _, path = spec.partition("=")
         r = run_repo(label, Path(path), args.rounds, args.show)
         results[label] = r
-        for kind in ("name", "qualified", "all"):
+        for kind in ("name", "qualified", "all", "library"):
+            if kind not in r["kbdb_code"]["by_kind"]:
+                continue
             bm = r["bm25s"].get("by_kind", {}).get(kind, {})
             rows.append(
                 [

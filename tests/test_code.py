@@ -127,13 +127,16 @@ RUST = dedent("""
 
     pub enum Kind { A, B }
 
+    /// The crate's result.
+    pub type Result<T> = std::result::Result<T, Error>;
+
     macro_rules! noop {
         () => {};
     }
 """)
 
 
-def test_rust_struct_impl_trait_enum_macro() -> None:
+def test_rust_struct_impl_trait_enum_type_macro() -> None:
     doc = split(RUST, name="config.rs")
     assert outline(doc) == [
         ("config.rs", 1, 1),
@@ -143,8 +146,10 @@ def test_rust_struct_impl_trait_enum_macro() -> None:
         ("impl<T> Display for Wrapper<T>", 16, 20),
         ("Wrapper::fmt(&self, f: &mut Formatter) -> fmt::Result", 17, 19),
         ("pub trait Reader", 22, 24),
+        ("Reader::read(&mut self) -> usize", 23, 23),  # a required method
         ("pub enum Kind", 26, 26),
-        ("macro_rules! noop", 28, 30),
+        ("pub type Result<T> = std::result::Result<T, Error>", 28, 29),
+        ("macro_rules! noop", 31, 33),
     ]
     parse = named(doc, "Config::parse(path: &Path) -> Result<Config>")
     assert parse.heading_path == ("impl Config", "parse")
@@ -155,6 +160,11 @@ def test_rust_struct_impl_trait_enum_macro() -> None:
     )
     assert named(doc, "pub struct Config").content.startswith("/// A configuration.\n#[derive")
     assert_no_line_lost(RUST, doc)
+    # An associated type is part of its impl; a type alias in a module is a section.
+    text = "impl Future for Sleep {\n    type Output = ();\n\n    fn poll(&mut self) {}\n}\n"
+    sleep = split(text, name="sleep.rs")
+    assert outline(sleep) == [("impl Future for Sleep", 1, 5), ("Sleep::poll(&mut self)", 4, 4)]
+    assert "type Output = ();" in named(sleep, "impl Future for Sleep").content
 
 
 GO = dedent("""
@@ -391,6 +401,10 @@ def test_real_files_from_public_repositories() -> None:
     tokio = split((DATA / "lines_codec.rs").read_text(encoding="utf-8"), name="lines_codec.rs")
     assert ("pub struct LinesCodec", 7, 30) in outline(tokio)
     assert ("LinesCodec::new() -> LinesCodec", 33, 48) in outline(tokio)
+    # pin_project! { … }: the structs inside the macro call are sections
+    inspect = split((DATA / "inspect.rs").read_text(encoding="utf-8"), name="inspect.rs")
+    assert ("pub struct InspectReader<R, F>", 9, 16) in outline(inspect)
+    assert ("pub struct InspectWriter<W, F>", 91, 98) in outline(inspect)
     pdfjs = split(
         (DATA / "scripting_utils.js").read_text(encoding="utf-8"), name="scripting_utils.js"
     )
@@ -469,6 +483,7 @@ def test_ten_thousand_nested_brackets_in_every_language() -> None:
         + ")" * depth
         + "; }\nclass after {}\n",
         "deep.go": "package a\nvar x = " + "(" * depth + "1" + ")" * depth + "\nfunc after() {}\n",
+        "deep_macros.rs": "m! {\n" * depth + "fn f() {}\n" + "}\n" * depth + "fn after() {}\n",
     }.items():
         doc = split(text, name=name)
         assert outline(doc)[-1][0].startswith(("after", "class after")), name

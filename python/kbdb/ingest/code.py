@@ -7,7 +7,10 @@ of the definitions inside it, which are sections of their own, so no line is ind
 twice; a function keeps what is nested inside it. The lines between definitions (imports,
 constants, top-level statements) are grouped into sections of their own, run by run.
 Every non-blank line of the file is in exactly one section, parse errors or not:
-tree-sitter recovers from errors, and what it cannot place stays top-level code.
+tree-sitter recovers from errors, and what it cannot place stays top-level code. The
+grammar leaves a macro call's arguments as tokens; a call whose tokens hold items
+(Rust's ``cfg_rt! { pub fn spawn … }``, ``pin_project! { pub struct … }``) has them
+parsed again, in place, and its definitions are sections as if the call were not there.
 
 A section's heading is its qualified name and signature, ``Config.parse(self, path:
 str) -> Config`` or ``class Config(Base)``; its heading path is the names of the
@@ -17,7 +20,8 @@ heading, the last ones marked ``(part N)``.
 
 The tree is walked with an explicit stack, and only into the bodies of types (never into
 expressions or function bodies), so 10,000 nested brackets cost no Python recursion and
-nothing per bracket.
+nothing per bracket; macro calls inside macro calls are parsed again at most
+``MAX_MACRO_DEPTH`` deep.
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kbdb.ingest.codelang import Grammar, function_value, grammar_for, member_owner, name_node
+from kbdb.ingest.codelang import (
+    Grammar,
+    function_value,
+    grammar_for,
+    macro_items,
+    member_owner,
+    name_node,
+)
 from kbdb.ingest.formats import FormatRejectedError
 from kbdb.ingest.section import ParsedDocument, ParsedSection, unique_path
 
@@ -44,6 +55,10 @@ MAX_DEPTH = 6
 """Definitions nested deeper than this stay in the section of the one around them: the
 heading levels run 1–6, and a chain of 10,000 nested classes must not make 10,000
 heading paths of up to 10,000 names."""
+
+MAX_MACRO_DEPTH = 4
+"""Macro calls nested deeper than this stay unread, in the section around them: each
+level parses the call's text again (``cfg_rt! { cfg_net! { pub fn … } }`` is two)."""
 
 MAX_HEADING_CHARS = 200
 """A signature longer than this is cut, with an ellipsis."""
@@ -76,6 +91,7 @@ class _Scope:
     claimed: int  # the last line taken by a definition of this scope (or the header)
     path: tuple[str, ...]
     qualifier: str
+    kind: str = ""  # the node type of the type whose body this is ("" for a file)
     lead: int | None = None  # first line of the comment run just read, if any
     lead_end: int = -1
 
@@ -101,11 +117,12 @@ def split(data: bytes | str, *, name: str) -> ParsedDocument:
     source = text.encode("utf-8")
     import tree_sitter
 
-    tree = tree_sitter.Parser(grammar.language()).parse(source)
+    parser = tree_sitter.Parser(grammar.language())
+    tree = parser.parse(source)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    defs = _definitions(grammar, tree.root_node, source)
+    defs = _definitions(grammar, tree.root_node, source, parser)
     sections = _sections(defs, lines, name)
     warnings = (CODE_INVALID,) if tree.root_node.has_error else ()
     return ParsedDocument(None, None, (), tuple(sections), warnings)
@@ -120,18 +137,26 @@ def _last_row(node: Any) -> int:
     return int(end.row)
 
 
-def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
+def _definitions(grammar: Grammar, root: Any, source: bytes, parser: Any) -> list[_Def]:
     """The definitions of the file in line order, parents before their members."""
     defs: list[_Def] = []
-    stack: list[tuple[Any, _Scope]] = [(iter(root.children), _Scope(None, 0, -1, (), ""))]
+    # (children to read, their scope, how many macro calls they are inside)
+    stack: list[tuple[Any, _Scope, int]] = [(iter(root.children), _Scope(None, 0, -1, (), ""), 0)]
     seen: dict[tuple[str, ...], int] = {}
     while stack:
-        children, scope = stack[-1]
+        children, scope, expanded = stack[-1]
         child = next(children, None)
         if child is None:
             stack.pop()
             continue
         first, last = int(child.start_point.row), _last_row(child)
+        if child.type in grammar.macro_calls:
+            scope.lead = None
+            if expanded < MAX_MACRO_DEPTH:
+                inner = _macro_tree(grammar, child, source, parser)
+                if inner is not None:
+                    stack.append((iter(inner.root_node.children), scope, expanded + 1))
+            continue
         if child.type in grammar.comments or child.type in grammar.attached:
             if first <= scope.claimed:  # a comment trailing the previous definition
                 continue
@@ -143,7 +168,7 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
             group = grammar.groups[child.type]
             inner = child.child_by_field_name(group) if group else child
             if inner is not None:
-                stack.append((iter(inner.children), scope))
+                stack.append((iter(inner.children), scope, expanded))
             scope.lead = None
             continue
         found = _definition(grammar, child)
@@ -152,6 +177,8 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
         if found is None or scope.depth >= MAX_DEPTH:
             continue
         node, head = found
+        if (node.type, scope.kind) in grammar.kept:
+            continue
         start = lead if lead is not None and lead_end >= first - 1 else first
         start = max(start, scope.claimed + 1)
         if last < start:  # shares its only line with what came before: stays there
@@ -173,9 +200,24 @@ def _definitions(grammar: Grammar, root: Any, source: bytes) -> list[_Def]:
                 int(node.start_point.row),
                 path,
                 prefix + qualifier + grammar.separator,
+                node.type,
             )
-            stack.append((iter(body.children), member))
+            stack.append((iter(body.children), member, expanded))
     return defs
+
+
+def _macro_tree(grammar: Grammar, node: Any, source: bytes, parser: Any) -> Any:
+    """The tokens of a macro call that holds definitions, parsed as source of the file's
+    language (None for other calls). Only the call's text is parsed, in place: its
+    nodes keep their bytes and lines in the file."""
+    inner = macro_items(grammar, node)
+    if inner is None:
+        return None
+    parser.included_ranges = [inner]
+    try:
+        return parser.parse(source)
+    finally:
+        parser.included_ranges = []
 
 
 def _definition(grammar: Grammar, node: Any) -> tuple[Any, Any] | None:
@@ -267,6 +309,8 @@ def _heading(grammar: Grammar, node: Any, head: Any, source: bytes, prefix: str)
             newline = source.find(b"\n", named.start_byte)
             if newline >= 0 and (body is None or newline < body.start_byte):
                 body = None
+        elif body is None:  # a declaration without a body: all of it
+            return _clip(prefix + _collapse(source[named.start_byte : node.end_byte]))
         return _clip(prefix + _span(source, named, body))
     end = body.start_byte if body is not None and body.start_byte > head.start_byte else None
     if end is None and node.type == "macro_definition" and named is not None:

@@ -58,6 +58,13 @@ class Grammar:
             comment and belongs to its section.
         attached: Other nodes that belong to the definition below them (Rust's
             ``#[derive(…)]``).
+        kept: Definitions that stay in the section of the type whose body holds them, as
+            (definition, type) node types: a Rust ``type Item = u32;`` in an ``impl``
+            is part of the implementation, while a ``type`` alias in a module is a
+            section.
+        macro_calls: Macro calls whose arguments the grammar leaves as unparsed tokens
+            but that may hold definitions (Rust's ``cfg_rt! { pub fn spawn … }``): the
+            tokens are parsed again as source (``macro_items``).
     """
 
     name: str
@@ -71,6 +78,8 @@ class Grammar:
     declarators: dict[str, tuple[str, str]] = field(default_factory=dict)
     comments: frozenset[str] = frozenset({"comment"})
     attached: frozenset[str] = frozenset()
+    kept: frozenset[tuple[str, str]] = frozenset()
+    macro_calls: frozenset[str] = frozenset()
 
     def language(self) -> Any:
         return _language(self.module, self.function)
@@ -94,15 +103,18 @@ _RUST = Grammar(
     name="rust",
     module="tree_sitter_rust",
     separator="::",
-    functions=frozenset({"function_item"}),
+    # A trait's required method (``fn read(&mut self) -> usize;``) is a definition too.
+    functions=frozenset({"function_item", "function_signature_item"}),
     types=frozenset(
         {
             *("struct_item", "enum_item", "union_item", "trait_item", "impl_item"),
-            *("mod_item", "macro_definition"),
+            *("mod_item", "macro_definition", "type_item"),
         }
     ),
     comments=frozenset({"line_comment", "block_comment"}),
     attached=frozenset({"attribute_item"}),
+    kept=frozenset({("type_item", "impl_item"), ("type_item", "trait_item")}),
+    macro_calls=frozenset({"macro_invocation"}),
 )
 _GO = Grammar(
     name="go",
@@ -269,6 +281,35 @@ def function_value(grammar: Grammar, node: Any) -> tuple[Any, Any] | None:
     if name is None or value is None or value.type not in _FUNCTION_VALUES:
         return None
     return name, value
+
+
+_ITEM_TOKENS = frozenset({"fn", "struct", "enum", "union", "trait", "impl", "mod", "type"})
+"""Tokens that start a Rust item: a macro's token tree holding one of them at its top
+level, or a macro call (``cfg_rt! { cfg_net! { … } }``, ``macro_rules! name``), is read
+as items."""
+
+
+def macro_items(grammar: Grammar, node: Any) -> Any:
+    """The tokens between the brackets of a macro call that holds definitions at its
+    top level, as a ``tree_sitter.Range`` to parse again; else None (``assert!(x)``,
+    ``thread_local! { static … }``, an empty call)."""
+    if node.type not in grammar.macro_calls or not node.children:
+        return None
+    tree = node.children[-1]
+    if tree.type != "token_tree" or tree.child_count < 3:
+        return None
+    tokens = tree.children
+    if not any(
+        t.type in _ITEM_TOKENS or (t.type == "!" and n.type in ("token_tree", "identifier"))
+        for t, n in zip(tokens, tokens[1:], strict=False)
+    ):
+        return None
+    import tree_sitter
+
+    opening, closing = tokens[0], tokens[-1]
+    return tree_sitter.Range(
+        opening.end_point, closing.start_point, opening.end_byte, closing.start_byte
+    )
 
 
 def member_owner(grammar: Grammar, node: Any) -> str | None:

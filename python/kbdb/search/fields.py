@@ -130,7 +130,58 @@ def definition_names(heading: str, type: str, source_key: str | None) -> tuple[s
     trail = _COPY_SUFFIX.sub("", source_key.partition("#")[2])
     own = trail.rsplit("/", 1)[-1]
     qualified = heading.split("(", 1)[0].strip()
+    for _ in range(_GENERIC_DEPTH):  # ``spawn_local_on<F>``, ``Map<K, Vec<V>>``
+        unwrapped = _GENERICS.sub("", qualified)
+        if unwrapped == qualified:
+            break
+        qualified = unwrapped
     return tuple(n for n in dict.fromkeys((own, qualified)) if n) or (heading,)
+
+
+_GENERICS = re.compile(r"<[^<>]*>")
+_GENERIC_DEPTH = 4
+"""Type parameter lists nested deeper than this stay in a qualified name."""
+_SEPARATORS = re.compile(r"\s*(?:::|\.|->)\s*")
+
+
+def identifier_key(name: str) -> str:
+    """A name as an identifier search compares it: without case and underscores, its
+    separators one dot (``Config::parse_all``, ``config.ParseAll`` → ``config.parseall``)."""
+    return _SEPARATORS.sub(".", name.strip()).replace("_", "").lower()
+
+
+def names_the_definition(names: tuple[str, ...], key: str) -> bool:
+    """Whether a query whose ``identifier_key`` is ``key`` is the name of a code
+    section's definition (``definition_names``): its own name, its qualified name, or
+    the end of its qualified name from a separator on (``Cache::get`` for
+    ``store::Cache::get``)."""
+    for name in names:
+        own = identifier_key(name)
+        if own == key or (" " not in name and own.endswith("." + key)):
+            return True
+    return False
+
+
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?|__tests__)/"  # a tests/ or test/ folder
+    r"|(?:^|/)(?:tests?\.\w+|test_[^/]*)$"  # tests.rs, test_config.py
+    r"|_tests?\.\w+$|\.(?:test|spec)\.\w+$"  # config_test.go, app.test.js, app.spec.ts
+)
+_TEST_SCOPES = frozenset({"tests", "test"})
+
+
+def in_test_code(source_key: str | None) -> bool:
+    """Whether a code section is test code, by its place: its file (the path from the
+    learned folder) is in a ``tests``, ``test`` or ``__tests__`` folder or named like a
+    test file (``test_config.py``, ``config_test.go``, ``config.spec.ts``, ``tests.rs``),
+    or it is inside a definition named ``tests`` or ``test`` (Rust's
+    ``#[cfg(test)] mod tests { … }``)."""
+    if not source_key:
+        return False
+    path, _, trail = source_key.partition("#")
+    if _TEST_FILE.search(path):
+        return True
+    return any(name in _TEST_SCOPES for name in trail.split("/")[:-1])
 
 
 def file_stem(path: str) -> str:

@@ -24,8 +24,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kbdb import _core
 from kbdb.config import SearchConfig
+from kbdb.search.codefields import CODE_TYPES
 from kbdb.search.confidence import confidence, verdict
-from kbdb.search.fields import body_fields, definition_names, file_stem
+from kbdb.search.fields import (
+    body_fields,
+    definition_names,
+    file_stem,
+    identifier_key,
+    in_test_code,
+    names_the_definition,
+)
 from kbdb.search.query import ParsedQuery, parse_query
 from kbdb.search.rounding import round_to
 from kbdb.search.snippet import SNIPPET_CHARS
@@ -417,15 +425,36 @@ class LexicalSearcher:
         needed = {clauses[i][0][0][0] for i in needed_at}
         with self.source.read() as conn:
             rows = self.source.rows(conn, [h.kbid for h in maybe])
-        factor = 1.0 + boost
-        boosted = False
+        # Code sections get the boost by rank: when the query names a definition as
+        # written (case, underscores and separators aside) outside test code, only those
+        # do; else those that it names in test code; else those with the query's words in
+        # their names (``new_stats`` for ``Stats::new``). Other sections get it as before.
+        key = identifier_key(parsed.text)
+        named: list[tuple[Hit, int]] = []  # (hit, its rank: 0 best; -1 not code)
+        best = _LOOSE
         for h in maybe:
             row = rows.get(h.kbid)
-            if row is not None and any(needed <= self._terms(n) <= words for n in row.names):
-                h.heading_factor = factor
-                h.boost *= factor
-                h.score *= factor
-                boosted = True
+            if row is None:
+                continue
+            code = row.type in CODE_TYPES
+            if code and names_the_definition(row.names, key):
+                rank = _NAMED_TEST if row.test_code else _NAMED
+            elif any(needed <= self._terms(n) <= words for n in row.names):
+                rank = _LOOSE if code else -1
+            else:
+                continue
+            named.append((h, rank))
+            if rank >= 0:
+                best = min(best, rank)
+        factor = 1.0 + boost
+        boosted = False
+        for h, rank in named:
+            if rank > best:
+                continue
+            h.heading_factor = factor
+            h.boost *= factor
+            h.score *= factor
+            boosted = True
         if boosted:
             hits.sort(key=lambda h: (h.relaxed, -h.score, h.kbid))
 
@@ -577,6 +606,9 @@ class LexicalSearcher:
         return items
 
 
+# The kinds of code section the heading boost tells apart, best first
+# (``LexicalSearcher._heading_boost``).
+_NAMED, _NAMED_TEST, _LOOSE = 0, 1, 2
 # Per analyzer id and text (a page's name, a heading): its analyzed words
 # (``LexicalSearcher._terms``; knowledge bases of several languages may be open in one
 # process).
@@ -612,6 +644,7 @@ class Row(NamedTuple):
     source: SourceRef  # where the section is in its first document's file
     names: tuple[str, ...]  # what the heading boost compares: the heading; for a code
     # section, the names of its definition (``fields.definition_names``)
+    test_code: bool  # a code section in test code (``fields.in_test_code``)
 
 
 def _hydration_rows(db: Database, conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]:
@@ -641,9 +674,10 @@ def _read_rows(conn: sqlite3.Connection, kbids: Sequence[str]) -> dict[str, Row]
         tags = tuple(sorted(json.loads(r[10]))) if r[10] != "[]" else ()
         body = body_fields(r[4], r[5], None)[0]
         names = definition_names(r[1], r[5], r[12])
+        test_code = r[5] in CODE_TYPES and in_test_code(r[12])
         out[r[0]] = Row(
             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], tags, body, source_ref(r[11]),
-            names,
+            names, test_code,
         )  # fmt: skip
     return out
 

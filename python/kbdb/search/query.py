@@ -26,20 +26,22 @@ class ParsedQuery:
     """``clauses``: per distinct term, its (term, weight) alternatives and whether the
     clause is required (False: only the whole form of a split identifier); ``phrases``:
     (term, offset) runs; ``surfaces``: per clause, the word as the user typed it;
-    ``required``: how many clauses are required. A plain class: creating a dataclass
-    costs a cold ``kbdb search`` about a millisecond."""
+    ``required``: how many clauses are required; ``text``: the query as typed. A plain
+    class: creating a dataclass costs a cold ``kbdb search`` about a millisecond."""
 
-    __slots__ = ("clauses", "phrases", "required", "surfaces")
+    __slots__ = ("clauses", "phrases", "required", "surfaces", "text")
 
     def __init__(
         self,
         clauses: tuple[tuple[tuple[tuple[str, float], ...], bool], ...],
         phrases: tuple[tuple[tuple[str, int], ...], ...],
         surfaces: tuple[str, ...],
+        text: str = "",
     ) -> None:
         self.clauses = clauses
         self.phrases = phrases
         self.surfaces = surfaces
+        self.text = text
         self.required = sum([req for _, req in clauses])
 
     @property
@@ -125,4 +127,4 @@ def parse_query(
         factor = query_tf_weight(n, query_tf_k3)
         alts, required = clauses[i]
         clauses[i] = (tuple((t, w * factor) for t, w in alts), required)
-    return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces))
+    return ParsedQuery(tuple(clauses), tuple(phrases), tuple(surfaces), text)
