@@ -338,7 +338,7 @@ _DOCS = {
         "strict matching: a query word in more than this share of sections is optional (0 = off)"
     ),
     "search.name_boost": (
-        "boost of the sections of a page whose name (file name, title or alias) the query is"
+        "boost of the sections of a page whose name (file name or alias) the query is"
     ),
     "search.heading_boost": "boost of a section whose whole heading the query is",
     "search.default_mode": (

@@ -343,7 +343,7 @@ class LexicalSearcher:
     def _name_boost(self, hits: list[Hit], parsed: ParsedQuery, common: list[bool]) -> Links:
         """Multiply by ``1 + name_boost`` the hits of a page that the query names: every
         word of one of the page's names (its docid's last path component without the
-        extension, split like text; its title; a front-matter alias) is a query word, and
+        extension, split like text; a front-matter alias) is a query word, and
         every query word that strict matching requires is in that name; a word it made
         optional as common ("docker" in the docker reference) need not be. Returns the
         document links it read (or {})."""

@@ -154,13 +154,15 @@ def set_names(
 
 
 def names_of(conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """Per docid, its other names: its title and aliases (its file name is its docid's
-    own). A document without any is left out."""
+    """Per docid, its other names for the name boost: its aliases, and an alias that is
+    a path by its last part too (its file name is its docid's own; its title is its first
+    section's heading, which the heading boost compares). A document without any is left
+    out."""
     out: dict[str, list[str]] = {}
     for chunk in _chunks(docids):
         marks = ",".join("?" * len(chunk))
         for docid, name in conn.execute(
-            f"SELECT docid, name FROM document_names WHERE kind IN ('alias', 'title')"
+            f"SELECT docid, name FROM document_names WHERE kind = 'alias'"
             f" AND docid IN ({marks})",
             chunk,
         ):
