@@ -23,6 +23,7 @@ Obsidian reads them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote
@@ -90,14 +91,21 @@ def reference_definitions(lines: list[str]) -> dict[str, str]:
 
 
 def find_links(
-    lines: list[str], first: int, limit: int = MAX_LINKS, refs: dict[str, str] | None = None
+    lines: list[str],
+    first: int,
+    limit: int = MAX_LINKS,
+    refs: dict[str, str] | None = None,
+    *,
+    rows: Sequence[int] | None = None,
 ) -> list[Link]:
     """The first ``limit`` links of Markdown lines outside code, ``first`` being the
-    offset of ``lines[0]`` from the section's first line. ``lines`` hold no fenced code;
-    ``refs``: the document's reference definitions, for reference links. The search stops
-    at the limit, so links past it cost no memory."""
+    offset of ``lines[0]`` from the section's first line (``rows``: of each line, when
+    they are not consecutive). ``lines`` hold no fenced code; ``refs``: the document's
+    reference definitions, for reference links. The search stops at the limit, so links
+    past it cost no memory."""
     out: list[Link] = []
-    for i, raw in enumerate(lines):
+    for n, raw in enumerate(lines):
+        i = rows[n] if rows is not None else n
         if len(out) >= limit:
             return out[:limit]
         if "[" not in raw and not (refs and "]" in raw):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kbdb.errors import UnsupportedTypeError
 from kbdb.ingest.htmlsplit import split_html
@@ -111,7 +111,8 @@ def split_markdown(text: str, *, links: bool = True) -> ParsedDocument:
     preamble = lines[start:first]
     inline_tags: list[str] = []
     budget = [MAX_LINKS if links else 0]  # links the document may still keep
-    refs = reference_definitions(_outside_fences(lines, start)) if links else {}
+    has_refs = links and "]:" in text
+    refs = reference_definitions(_outside_fences(lines, start)) if has_refs else {}
     if any(line.strip() for line in preamble):
         span = _span(lines, start, first)
         # Offsets count from the section's first line, its first non-blank one.
@@ -374,9 +375,7 @@ def _raw_section(
     found: tuple[Link, ...] = ()
     left = budget[0] if budget is not None else MAX_LINKS
     if left > 0 and any("[" in line or (refs and "]" in line) for line in body):
-        found = tuple(
-            replace(k, line=first + body_at[k.line]) for k in find_links(body, 0, left, refs)
-        )
+        found = tuple(find_links(body, first, left, refs, rows=body_at))
         if budget is not None:
             budget[0] -= len(found)
     if tags is not None:

@@ -162,8 +162,7 @@ def names_of(conn: sqlite3.Connection, docids: Sequence[str]) -> dict[str, tuple
     for chunk in _chunks(docids):
         marks = ",".join("?" * len(chunk))
         for docid, name in conn.execute(
-            f"SELECT docid, name FROM document_names WHERE kind = 'alias'"
-            f" AND docid IN ({marks})",
+            f"SELECT docid, name FROM document_names WHERE kind = 'alias' AND docid IN ({marks})",
             chunk,
         ):
             names = out.setdefault(docid, [])
