@@ -303,8 +303,20 @@ def main() -> int:
             "rounds": args.rounds,
             "bm25": {
                 "k1": params.k1,
-                "b": [params.b_heading, params.b_body, params.b_code],
-                "weights": [params.w_heading, params.w_body, params.w_code],
+                "b": [
+                    params.b_heading,
+                    params.b_body,
+                    params.b_code,
+                    params.b_path,
+                    params.b_anchor,
+                ],
+                "weights": [
+                    params.w_heading,
+                    params.w_body,
+                    params.w_code,
+                    params.w_path,
+                    params.w_anchor,
+                ],
             },
             "queries": speed,
             "indexing": index,

@@ -207,8 +207,8 @@ fn ties_at_the_threshold_are_broken_by_kbid() {
     }
 }
 
-/// Many clauses: past 12, the term-at-a-time cells keep a mask word per field instead of
-/// one packed word, up to 64 (beyond, MaxScore serves relaxed queries); past 64 essential
+/// Many clauses: past 16, the term-at-a-time cells keep a 64-bit mask word per field
+/// instead of a 16-bit one, up to 64 (beyond, MaxScore serves relaxed queries); past 64 essential
 /// clauses, each MaxScore row keeps its column flags in several words (the general path of
 /// the window, next to its one-word fast path). Some terms serve two clauses.
 #[test]
@@ -244,8 +244,8 @@ fn many_clauses_match_the_exhaustive_ranking() {
     let dir = tempfile::tempdir().unwrap();
     let index = two_segments(dir.path(), &docs);
     let cases = [
-        (12, 10),
-        (13, 10),
+        (16, 10),
+        (17, 10),
         (21, 10),
         (22, 10),
         (40, 30),

@@ -318,19 +318,18 @@ class LexicalSearcher:
             strict = self.index.search(
                 parsed.clauses, phrases=parsed.phrases, require_all=True, **params
             )
-        hits = _hits(strict, relaxed=False, bound=sum(strict.clause_bounds))
-        total = _matches(strict)
+        hits, total = _hits(strict, relaxed=False, bound=sum(strict.clause_bounds))
         all_relaxed = False
         if len(hits) < page_end and (required > 1 or parsed.phrases or not hits):
             if loose is None:
                 loose = self.index.search(parsed.clauses, require_all=False, **params)
-            extra = _hits(
+            extra, matches = _hits(
                 loose, relaxed=True, bound=sum(loose.clause_bounds), skip={h.kbid for h in hits}
             )
             if not hits and extra:
                 all_relaxed = True
             hits.extend(extra)
-            total = max(total, _matches(loose))
+            total = max(total, matches)
         # The engine lists the rare hits these steps look at: most queries skip them.
         tiers = (strict,) if loose is None else (strict, loose)
         self._heading_boost(hits, parsed, strict.common)
@@ -744,8 +743,16 @@ def _has_sibling(links: Links, per_doc: dict[str, int], h: Hit) -> bool:
 
 def _hits(
     h: _core.Hits, *, relaxed: bool, bound: float, skip: set[str] | frozenset[str] = frozenset()
-) -> list[Hit]:
-    """``h`` as ``Hit``s, but those whose kbid is in ``skip``."""
+) -> tuple[list[Hit], int]:
+    """``h`` as ``Hit``s, but those whose kbid is in ``skip``, and the number of sections
+    that match.
+
+    A hit that scores 0 matched only in fields whose weight is 0 (``search.w_anchor = 0``
+    turns the anchor field off): it is no result, and it ranks below every other hit, so
+    the rest are the top positive scores. When ``h`` ends with one, every match it did not
+    return scores 0 too: the sections that match are its hits that score more. Otherwise
+    they are ``h.total``, which still counts any section matched in zero-weight fields
+    alone."""
     ex = h.explain
     # Positional (a search makes dozens of these): kbid, score, matched, relaxed, explain,
     # boost, bound, lexical_score.
@@ -764,23 +771,11 @@ def _hits(
         out[i].bodiless = True
     for i in h.in_path:
         out[i].in_path = True
+    total = h.total
     if out and out[-1].score <= 0.0:
-        # A hit that scores 0 matched only in fields whose weight is 0 (``search.w_anchor =
-        # 0`` turns the anchor field off): no result. It ranks below every other hit, so
-        # the rest are the top positive scores.
         out = [x for x in out if x.score > 0.0]
-    return [x for x in out if x.kbid not in skip] if skip else out
-
-
-def _matches(h: _core.Hits) -> int:
-    """``h.total``, the sections that match, or when ``h`` ends with a hit that scores 0
-    (its matches in fields of weight 0 only: no result), its hits that score more: every
-    match it did not return scores 0 too. (A full list of positive scores keeps
-    ``h.total``, which still counts any section matched in zero-weight fields alone.)"""
-    scores = h.scores
-    if scores and scores[-1] <= 0.0:
-        return sum(1 for s in scores if s > 0.0)
-    return h.total
+        total = len(out)
+    return ([x for x in out if x.kbid not in skip] if skip else out), total
 
 
 def _explain(h: Hit) -> dict[str, Any]:

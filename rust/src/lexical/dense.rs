@@ -11,8 +11,8 @@
 //! block scorer as MaxScore) added in that order, starting from 0.0; absent clauses add
 //! nothing, as their exact +0.0 does in the exhaustive sum. So every doc's score has the
 //! bits the exhaustive evaluation gives it. The matched fields are kept per doc as clause
-//! bitmasks: for up to 12 clauses (64 bits over five fields) all the fields in one word
-//! (a posting adds to its doc with one `or`), for up to 64 a word per field ([`fits`]);
+//! bitmasks: for up to 16 clauses all five fields in a 16-byte cell with the score (a
+//! posting adds to its doc with two `or`s), for up to 64 a word per field ([`fits`]);
 //! `total` counts the live touched docs.
 //!
 //! The final pass visits the touched docs in doc order: from a bitset kept as postings
@@ -33,7 +33,7 @@ use super::{DocOrd, Score, FIELD_COUNT};
 
 /// Segments with at most this many docs are searched term at a time by
 /// `Evaluation::Auto`; larger ones with MaxScore, whose pruning pays when posting lists
-/// are long. At this size the cells (16 bytes a doc, 256 KiB; 48 past 12 clauses) still
+/// are long. At this size the cells (16 bytes a doc, 256 KiB; 48 past 16 clauses) still
 /// fit a core's L2 cache. Measured with SciFact's queries cut to 1, 2, 3 and all clauses, top 10 and 30,
 /// on SciFact repeated to each size (docs/history/benchmarks-log.md): term at a time took 0.53–0.85
 /// of MaxScore's time at 5k and 10k docs, 0.67–1.03 at 20k, 0.73–1.16 at 31k, and up to
@@ -63,48 +63,83 @@ trait Masks: Copy + Default {
     fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>>;
 }
 
-/// Up to [`PACKED_BITS`] clauses (12), all fields in one word: bit `f * PACKED_BITS + c`
-/// for clause `c` in field `f`, so that a posting adds to its doc with one `or`.
+/// Up to 16 clauses, bit `16 f + c` for clause `c` in field `f`: fields 0–3 in one 64-bit
+/// word and the fifth in a second, so that a posting adds to its doc with two `or`s.
+/// Aligned to 4 bytes, it makes with the score a 16-byte cell, as one word did for four
+/// fields. (One 64-bit word over five fields holds 12 clauses: the one SciFact query in six
+/// that has 13 to 16 would take the 48-byte wide cells.)
 #[derive(Clone, Copy, Default)]
-struct Packed(u64);
+#[repr(C, packed(4))]
+struct Packed {
+    lo: u64,
+    /// The fifth field's bits, and [`TOUCHED`]: a cell is empty when this word is.
+    hi: u32,
+}
+
+/// Set in [`Packed::hi`] by every posting: the pass over every cell tests one word.
+const TOUCHED: u32 = 1 << 31;
 
 /// Up to 64 clauses: a word per field.
 #[derive(Clone, Copy, Default)]
 struct Wide([u64; FIELD_COUNT]);
 
-const PACKED_BITS: usize = 64 / FIELD_COUNT;
-const _: () = assert!(FIELD_COUNT * PACKED_BITS <= 64);
+/// Clauses per field in [`Packed`].
+const PACKED_BITS: usize = 16;
+/// Fields in [`Packed::lo`].
+const LO_FIELDS: usize = 64 / PACKED_BITS;
 const PACKED_CLAUSES: u64 = (1 << PACKED_BITS) - 1;
+/// Per pattern of the fields in [`Packed::lo`], its bits for clause 0.
+const SPREAD: [u64; 1 << LO_FIELDS] = {
+    let mut out = [0u64; 1 << LO_FIELDS];
+    let mut pattern = 0;
+    while pattern < out.len() {
+        let mut f = 0;
+        while f < LO_FIELDS {
+            if pattern >> f & 1 == 1 {
+                out[pattern] |= 1 << (f * PACKED_BITS);
+            }
+            f += 1;
+        }
+        pattern += 1;
+    }
+    out
+};
+const _: () = assert!(FIELD_COUNT == LO_FIELDS + 1);
+const _: () = assert!(std::mem::size_of::<Cell<Packed>>() == 16);
 
 impl Masks for Packed {
     const CLAUSES: usize = PACKED_BITS;
 
     fn adds(c: usize) -> [Self; 1 << FIELD_COUNT] {
-        std::array::from_fn(|pattern| {
-            Packed((0..FIELD_COUNT).fold(0, |m, f| {
-                m | u64::from(pattern >> f & 1 == 1) << (f * PACKED_BITS + c)
-            }))
+        std::array::from_fn(|pattern| Packed {
+            lo: SPREAD[pattern % SPREAD.len()] << c,
+            hi: u32::from(pattern >> LO_FIELDS & 1 == 1) << c
+                | if pattern == 0 { 0 } else { TOUCHED },
         })
     }
 
     #[inline(always)]
     fn add(&mut self, other: Self) {
-        self.0 |= other.0;
+        self.lo |= other.lo;
+        self.hi |= other.hi;
     }
 
     #[inline(always)]
     fn is_empty(&self) -> bool {
-        self.0 == 0
+        self.hi == 0
     }
 
     #[inline(always)]
     fn clauses(&self) -> u64 {
-        (0..FIELD_COUNT).fold(0, |m, f| m | self.0 >> (f * PACKED_BITS)) & PACKED_CLAUSES
+        let lo = self.lo;
+        (0..LO_FIELDS).fold(u64::from(self.hi), |m, f| m | lo >> (f * PACKED_BITS)) & PACKED_CLAUSES
     }
 
     #[inline(always)]
     fn fields(&self, c: usize) -> u8 {
-        (0..FIELD_COUNT).fold(0, |m, f| m | ((self.0 >> (f * PACKED_BITS + c)) & 1) << f) as u8
+        let lo = self.lo;
+        let low = (0..LO_FIELDS).fold(0, |m, f| m | ((lo >> (f * PACKED_BITS + c)) & 1) << f);
+        (low | u64::from(self.hi >> c & 1) << LO_FIELDS) as u8
     }
 
     fn cells(bufs: &mut Buffers) -> &mut Vec<Cell<Self>> {
@@ -272,11 +307,12 @@ impl SegmentSearch<'_, '_> {
                     let docs = block.docs;
                     let m = docs.len();
                     let tfs: [&[u32]; FIELD_COUNT] = std::array::from_fn(|f| block.field_tfs(f, m));
-                    let scores = scorer.score(p, self.seg, idf, docs, tfs);
+                    let fields = block.fields();
+                    let scores = scorer.score(p, self.seg, idf, docs, tfs, fields);
                     let present = &mut present[..m];
                     present.fill(0);
-                    for (f, tf) in tfs.iter().enumerate() {
-                        for (p, &t) in present.iter_mut().zip(tf.iter()) {
+                    for f in (0..FIELD_COUNT).filter(|&f| fields >> f & 1 == 1) {
+                        for (p, &t) in present.iter_mut().zip(tfs[f]) {
                             *p |= u8::from(t > 0) << f;
                         }
                     }

@@ -384,7 +384,7 @@ impl<'s> SegmentSearch<'_, 's> {
                 let n = block.docs.partition_point(|&d| d < hi);
                 let docs = &block.docs[..n];
                 let tfs: [&[u32]; FIELD_COUNT] = std::array::from_fn(|f| block.field_tfs(f, n));
-                let scores = scorer.score(p, self.seg, idf, docs, tfs);
+                let scores = scorer.score(p, self.seg, idf, docs, tfs, block.fields());
                 if let ([(k, w)], 1) = (targets, sw) {
                     // The usual case, one column per term and at most 64 essential
                     // clauses (one set word per row): the loop below without its slices.

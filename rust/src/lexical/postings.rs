@@ -162,9 +162,17 @@ pub struct Block<'c> {
     pub docs: &'c [DocOrd],
     tfs: &'c [[u32; BLOCK_LEN]; FIELD_COUNT],
     at: usize,
+    fields: u8,
 }
 
 impl Block<'_> {
+    /// The fields with a frequency in this block (bit `f`: field `f`); the others' are all
+    /// 0 (width 0), and adding them changes no score.
+    #[inline]
+    pub fn fields(&self) -> u8 {
+        self.fields
+    }
+
     /// Frequencies of `docs[j]` (zeros past the block's docs: a pooled buffer holds an
     /// earlier list's frequencies there).
     #[inline]
@@ -237,6 +245,8 @@ pub struct PostingsCursor<'a> {
     /// The current block's packed frequencies: their widths and where the first run starts
     /// in `data`.
     tf_bits: [u32; FIELD_COUNT],
+    /// The fields whose width is not 0 (bit `f`: field `f`).
+    fields: u8,
     tfs_at: usize,
     tfs_loaded: bool,
     /// Positions state: doc `pos_doc` of the current block starts at `positions[pos_at]`.
@@ -299,6 +309,7 @@ impl<'a> PostingsCursor<'a> {
             idx: 0,
             buf: std::mem::ManuallyDrop::new(take_buf()),
             tf_bits: [0; FIELD_COUNT],
+            fields: 0,
             tfs_at: 0,
             tfs_loaded: false,
             pos_block: usize::MAX,
@@ -353,9 +364,11 @@ impl<'a> PostingsCursor<'a> {
         let header = bytes.get(..BLOCK_HEADER).ok_or(bad_block)?;
         let doc_bits = u32::from(header[0]);
         let mut tf_bits = [0u32; FIELD_COUNT];
+        let mut fields = 0u8;
         let mut size = BLOCK_HEADER + packed_len(n, doc_bits);
-        for (w, &h) in tf_bits.iter_mut().zip(&header[1..]) {
+        for (f, (w, &h)) in tf_bits.iter_mut().zip(&header[1..]).enumerate() {
             *w = u32::from(h);
+            fields |= u8::from(h > 0) << f;
             size += packed_len(n, *w);
         }
         if doc_bits > 32 || tf_bits.iter().any(|&w| w > 32) {
@@ -389,6 +402,7 @@ impl<'a> PostingsCursor<'a> {
         self.len = n;
         self.idx = 0;
         self.tf_bits = tf_bits;
+        self.fields = fields;
         self.tfs_at = start + BLOCK_HEADER + packed_len(n, doc_bits);
         self.tfs_loaded = false;
         Ok(())
@@ -474,6 +488,7 @@ impl<'a> PostingsCursor<'a> {
             docs: &self.buf.docs[self.idx.min(self.len)..self.len],
             tfs: &self.buf.tfs,
             at: self.idx,
+            fields: self.fields,
         })
     }
 

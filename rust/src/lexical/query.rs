@@ -224,7 +224,8 @@ pub struct SegmentView<'a> {
 }
 
 /// Scores a decoded block's postings, term at a time (the MaxScore windows and the dense
-/// evaluation): each posting's length factors gathered, then one `score_block` pass.
+/// evaluation): each posting's length factors gathered, then one `score_block` pass, both
+/// over the fields the block holds the term in (`Block::fields`).
 pub(super) struct BlockScorer {
     /// Per field, the length factor of each posting's doc.
     factors: [[Score; BLOCK_LEN]; FIELD_COUNT],
@@ -240,8 +241,9 @@ impl BlockScorer {
     }
 
     /// The BM25F score (before the clause weight) of each of `docs`, whose per-field
-    /// frequencies are `tfs`, for a term of this `idf`. Always inlined, so that it is
-    /// compiled with the caller's instruction set (`crate::simd`).
+    /// frequencies are `tfs`, all 0 outside `fields` (bit `f`: field `f`), for a term of
+    /// this `idf`. Always inlined, so that it is compiled with the caller's instruction set
+    /// (`crate::simd`).
     #[inline(always)]
     pub fn score(
         &mut self,
@@ -250,17 +252,17 @@ impl BlockScorer {
         idf: Score,
         docs: &[DocOrd],
         tfs: [&[u32]; FIELD_COUNT],
+        fields: u8,
     ) -> &[Score] {
         let n = docs.len().min(BLOCK_LEN);
-        for (j, &d) in docs[..n].iter().enumerate() {
-            let row = seg.factors.get(d as usize).copied().unwrap_or_default();
-            for (column, factor) in self.factors.iter_mut().zip(row) {
-                column[j] = factor;
+        for f in (0..FIELD_COUNT).filter(|&f| fields >> f & 1 == 1) {
+            for (column, &d) in self.factors[f].iter_mut().zip(&docs[..n]) {
+                *column = seg.factors.get(d as usize).map_or(0.0, |row| row[f]);
             }
         }
         let scores = &mut self.scores[..n];
         let factors: [&[Score]; FIELD_COUNT] = std::array::from_fn(|f| &self.factors[f][..n]);
-        p.norms.score_block(idf, tfs, factors, scores);
+        p.norms.score_block(idf, tfs, factors, fields, scores);
         scores
     }
 }
