@@ -52,7 +52,6 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _TICKS = re.compile(r"`+")
 _TAG = re.compile(r"(?:(?<=\s)|^)#([\w/\-]+)")
 _SPACE = re.compile(r"\s+")
-_NOTE_SUFFIXES = (".md", ".markdown")
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,8 @@ def find_links(
             continue  # a definition is where a reference link goes, not a link
         line = _without_code_spans(raw)
         if refs:
-            for link in _reference_links(line, refs, first + i):
-                out.append(link)
+            for ref in _reference_links(line, refs, first + i):
+                out.append(ref)
                 if len(out) >= limit:
                     return out
         for m in _WIKILINK.finditer(line):
@@ -195,17 +194,6 @@ def _reference_links(line: str, refs: dict[str, str], at: int) -> list[Link]:
 
 def _ref_key(label: str) -> str:
     return " ".join(label.split()).casefold()
-
-
-def note_key(target: str) -> str:
-    """The name a target is looked up by: its last path component, without a note
-    extension, case-folded (``Folder/My Note.md`` → ``my note``)."""
-    name = target.replace("\\", "/").rstrip("/").rpartition("/")[2]
-    low = name.casefold()
-    for suffix in _NOTE_SUFFIXES:
-        if low.endswith(suffix):
-            return low[: -len(suffix)].strip()
-    return low.strip()
 
 
 def _wikilink(inner: str, *, embed: bool, line: int) -> Link | None:

@@ -23,6 +23,7 @@ import sqlite3
 from typing import Protocol
 
 from kbdb.store import check as sql
+from kbdb.store.links import NOTE_SUFFIXES
 
 LISTED_PER_CODE = 100
 """Link and orphan warnings listed per code; the rest are counted."""
@@ -39,7 +40,6 @@ CODES = (
 SHOWN_CHARS = 120
 """A target longer than this is cut in a warning's text (a line can hold any)."""
 
-_NOTE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
 _EXTENSION = re.compile(r"[^.]\.([A-Za-z0-9]{1,8})$")
 
 
@@ -64,7 +64,7 @@ def is_attachment(target: str) -> bool:
     m = _EXTENSION.search(name)
     if m is None or m.group(1).isdigit():
         return False
-    return "." + m.group(1).casefold() not in _NOTE_SUFFIXES
+    return "." + m.group(1).casefold() not in NOTE_SUFFIXES
 
 
 def check_links(conn: sqlite3.Connection, add: AddFn) -> int:

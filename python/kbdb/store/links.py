@@ -75,7 +75,8 @@ MAX_ANCHOR_LINKS = 500
 NAMES_VERSION_KEY = "links.names"
 NAMES_VERSION = "1"
 
-_NOTE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+NOTE_SUFFIXES = (".md", ".markdown", ".html", ".htm")
+"""The extensions of notes: a link may name one without its extension."""
 _SLUG_DROP = re.compile(r"[^\w\- ]")
 
 
@@ -84,7 +85,7 @@ def note_key(target: str) -> str:
     without a note extension, case-folded (``Folder/My Note.md`` → ``my note``)."""
     name = target.replace("\\", "/").rstrip("/").rpartition("/")[2].strip()
     low = name.casefold()
-    for suffix in _NOTE_SUFFIXES:
+    for suffix in NOTE_SUFFIXES:
         if low.endswith(suffix):
             return low[: -len(suffix)].strip()
     return low
@@ -92,7 +93,7 @@ def note_key(target: str) -> str:
 
 def _without_suffix(path: str) -> str:
     low = path.casefold()
-    for suffix in _NOTE_SUFFIXES:
+    for suffix in NOTE_SUFFIXES:
         if low.endswith(suffix):
             return low[: -len(suffix)]
     return low
@@ -340,22 +341,14 @@ def _resolve_document(w: _Written, u: _Universe) -> tuple[str | None, bool, bool
         hits = [c for c in candidates if _without_suffix(c) == want]
         if not hits:
             hits = [c for c in candidates if _without_suffix(c).endswith("/" + want)]
-        if hits:
-            doc, ambiguous = _pick(hits, w.docid)
-            return doc, ambiguous, False
-        aliased = u.named(target.strip().casefold(), "alias")
-        if aliased:
-            doc, ambiguous = _pick(aliased, w.docid)
-            return doc, ambiguous, False
+    else:
+        hits = candidates
+    # Then a note's alias: the whole target as written.
+    found = hits or u.named(target.strip().casefold(), "alias")
+    if not found:
         return None, False, False
-    if candidates:
-        doc, ambiguous = _pick(candidates, w.docid)
-        return doc, ambiguous, False
-    aliased = u.named(target.strip().casefold(), "alias")
-    if aliased:
-        doc, ambiguous = _pick(aliased, w.docid)
-        return doc, ambiguous, False
-    return None, False, False
+    doc, ambiguous = _pick(found, w.docid)
+    return doc, ambiguous, False
 
 
 def _section_of(docid: str, fragment: str, kind: str, u: _Universe) -> str | None:
